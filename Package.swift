@@ -1,0 +1,94 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+  .swiftLanguageMode(.v6),
+  .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+  name: "Nearby",
+  platforms: [.macOS(.v15)],
+  products: [
+    .library(name: "Nearby", targets: ["Nearby"]),
+    .library(name: "NearbyCore", targets: ["NearbyCore"]),
+    .executable(name: "nearby", targets: ["nearby"]),
+  ],
+  targets: [
+    // Pure values and state machines: no I/O, no threads, no Foundation.
+    .target(name: "NearbyCore", swiftSettings: strict),
+
+    // epoll/eventfd and a few macros Glibc does not export.
+    .target(name: "CNearbySystem"),
+
+    // The DNS-SD C API: Avahi's compatibility library on Linux, the system's on macOS.
+    .systemLibrary(
+      name: "CDNSSD",
+      pkgConfig: "avahi-compat-libdns_sd",
+      providers: [.apt(["libavahi-compat-libdnssd-dev"])]
+    ),
+
+    .target(
+      name: "NearbyTransport",
+      dependencies: ["NearbyCore", "CNearbySystem"],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "NearbyDiscovery",
+      dependencies: ["NearbyCore", "NearbyTransport", "CDNSSD"],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "Nearby",
+      dependencies: ["NearbyCore", "NearbyTransport", "NearbyDiscovery"],
+      swiftSettings: strict
+    ),
+    .target(name: "NearbyCommandLine", swiftSettings: strict),
+    .target(
+      name: "NearbyChat",
+      dependencies: ["Nearby", "NearbyCore", "CNearbySystem"],
+      swiftSettings: strict
+    ),
+    .executableTarget(
+      name: "nearby",
+      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery"],
+      swiftSettings: strict
+    ),
+
+    .testTarget(
+      name: "NearbyCoreTests",
+      dependencies: ["NearbyCore"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyTransportTests",
+      dependencies: ["NearbyTransport", "NearbyCore"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyDiscoveryTests",
+      dependencies: ["NearbyDiscovery", "NearbyCore", "NearbyTransport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyTests",
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyChatTests",
+      dependencies: ["NearbyChat", "Nearby", "NearbyCore"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyCommandLineTests",
+      dependencies: ["NearbyCommandLine"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "EndToEndTests",
+      dependencies: ["NearbyCore"],
+      swiftSettings: strict
+    ),
+  ]
+)

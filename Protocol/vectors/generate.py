@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""Generate the Nearby wire protocol v1 test vectors: frames.json and states.json.
+
+This is an independent encoder, written from Protocol/PROTOCOL.md alone (not from the Swift
+codec), so that the specification and the Swift implementation cross-check each other. It is
+used only to produce the checked-in vector files; CI does not run it.
+
+    python3 Protocol/vectors/generate.py   # rewrites frames.json and states.json
+    python3 Protocol/vectors/check.py      # independent decoder; verifies both files
+
+Python 3.8+, standard library only. The output is deterministic (no randomness, keys in a
+fixed order, 2-space indentation), so regenerating an unchanged script changes nothing.
+"""
+
+import json
+import os
+import struct
+
+PROTOCOL_VERSION = 1
+MAX_FRAME_LENGTH = 2_097_152  # section 3
+MAGIC = b"NRBY"               # 4E 52 42 59, section 4.1
+U64_MAX = 2**64 - 1
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+TYPES = {                     # section 4
+    "HELLO": 0x01, "INVITE": 0x02, "ACCEPT": 0x03, "DECLINE": 0x04, "MESSAGE": 0x05,
+    "DELIVERED": 0x06, "PING": 0x07, "PONG": 0x08, "GOODBYE": 0x09, "ERROR": 0x0A,
+    "ROSTER": 0x0B, "UNDELIVERABLE": 0x0C,
+}
+
+# Peer ids used throughout (section 2.2). DAVE is the smallest valid id, MAXID the largest.
+ALICE = bytes.fromhex("00112233445566778899aabbccddeeff")
+BOB = bytes.fromhex("fedcba9876543210fedcba9876543210")
+CAROL = bytes.fromhex("0123456789abcdef0123456789abcdef")
+DAVE = bytes.fromhex("00000000000000000000000000000001")
+MAXID = b"\xff" * 16
+ZERO = bytes(16)
+
+
+# --- primitive encoders (section 2) ------------------------------------------------------
+
+def u8(v): return struct.pack(">B", v)
+def u16(v): return struct.pack(">H", v)
+def u32(v): return struct.pack(">I", v)
+def u64(v): return struct.pack(">Q", v)
+
+
+def raw(s):
+    """A string field's bytes: str is UTF-8 encoded, bytes are used as-is (invalid input)."""
+    return s.encode("utf-8") if isinstance(s, str) else bytes(s)
+
+
+def str8(s): b = raw(s); return u8(len(b)) + b
+def str16(s): b = raw(s); return u16(len(b)) + b
+def bytes16(b): return u16(len(b)) + b
+def bytes32(b): return u32(len(b)) + b
+
+
+def frame(type_code, payload):
+    """length u32 (type byte + payload), type u8, payload (section 3)."""
+    return u32(1 + len(payload)) + u8(type_code) + payload
+
+
+# --- payload builders (section 4); arguments may be out of range to build invalid input --
+
+def hello(name="alice", min_v=1, max_v=1, caps=0, peer=ALICE, magic=MAGIC):
+    return magic + u8(min_v) + u8(max_v) + u32(caps) + peer + str8(name)
+
+
+def invite(inv_id=1, timeout=30_000, context=b""):
+    return u64(inv_id) + u32(timeout) + bytes16(context)
+
+
+def message(msg_id=1, sender=ALICE, ts=0, hops=8, recipients=(), body=b"", count=None):
+    count = len(recipients) if count is None else count
+    return (u64(msg_id) + sender + u64(ts) + u8(hops) + u16(count) + b"".join(recipients)
+            + bytes32(body))
+
+
+def delivered(origin=ALICE, recipient=BOB, ids=(1,), count=None):
+    count = len(ids) if count is None else count
+    return origin + recipient + u16(count) + b"".join(u64(i) for i in ids)
+
+
+def error(code=1, text=""):
+    return u16(code) + str16(text)
+
+
+def roster(kind=0, entries=(), count=None):
+    count = len(entries) if count is None else count
+    return u8(kind) + u16(count) + b"".join(p + u8(h) + str8(n) for p, h, n in entries)
+
+
+def undeliverable(origin=ALICE, msg_id=1, recipient=BOB, reason=1):
+    return origin + u64(msg_id) + recipient + u8(reason)
+
+
+def encode_payload(f):
+    """Payload of a frame given as a dict with native values (ints, bytes, str)."""
+    t = f["type"]
+    if t == "HELLO":
+        return hello(f["name"], f["minVersion"], f["maxVersion"], f["capabilities"], f["peerID"])
+    if t == "INVITE":
+        return invite(f["invitationID"], f["timeoutMs"], f["context"])
+    if t == "ACCEPT":
+        return u64(f["invitationID"])
+    if t == "DECLINE":
+        return u64(f["invitationID"]) + u8(f["reason"])
+    if t == "MESSAGE":
+        return message(f["messageID"], f["sender"], f["timestamp"], f["hopLimit"],
+                       f["recipients"], f["body"])
+    if t == "DELIVERED":
+        return delivered(f["origin"], f["recipient"], f["ids"])
+    if t in ("PING", "PONG"):
+        return u64(f["nonce"])
+    if t == "GOODBYE":
+        return u8(f["reason"])
+    if t == "ERROR":
+        return error(f["code"], f["message"])
+    if t == "ROSTER":
+        return roster(f["kind"], [(e["peerID"], e["hops"], e["name"]) for e in f["entries"]])
+    if t == "UNDELIVERABLE":
+        return undeliverable(f["origin"], f["messageID"], f["recipient"], f["reason"])
+    raise ValueError(t)
+
+
+def encode(f):
+    return frame(TYPES[f["type"]], encode_payload(f))
+
+
+# --- JSON form of a frame: u64 as decimal strings, ids and blobs as lowercase hex ---------
+
+U64_FIELDS = {"invitationID", "messageID", "timestamp", "nonce", "ids"}
+
+
+def to_json(value, key=None):
+    if isinstance(value, dict):
+        return {k: to_json(v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v, key) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, int) and key in U64_FIELDS:
+        return str(value)
+    return value
+
+
+# --- valid vectors -------------------------------------------------------------------------
+
+VALID = []
+
+
+def valid(vector_name, description, /, **fields):
+    """Add a valid vector; the frame type is the vector name's first word."""
+    f = {"type": vector_name.split("-")[0].upper(), **fields}
+    VALID.append({"name": vector_name, "description": description, "hex": encode(f).hex(),
+                  "frame": to_json(f)})
+
+
+def H(name, description, name_text, min_v=1, max_v=1, caps=0, peer=ALICE):
+    valid(name, description, minVersion=min_v, maxVersion=max_v, capabilities=caps,
+          peerID=peer, name=name_text)
+
+
+PATTERN_300 = bytes(i % 256 for i in range(300))
+
+H("hello-basic", "Version 1 only, no capabilities, ASCII name.", "alice")
+H("hello-relay", "A relay: capability bit 1 (0x00000002) set.", "relay-1", caps=0x2, peer=BOB)
+H("hello-reserved-bits", "Every capability bit set, including encryption (bit 0) and the "
+  "reserved bits 2-31: unknown bits are ignored, not rejected, and the decoded value keeps "
+  "them as received.", "carol", caps=0xFFFFFFFF, peer=CAROL)
+H("hello-unknown-bits", "Only reserved bits set (0x80000004).", "dave", caps=0x80000004,
+  peer=DAVE)
+H("hello-version-range-wide", "minVersion 1, maxVersion 255: valid; negotiation picks 1.",
+  "wide", max_v=255)
+H("hello-future-versions-only", "minVersion 2, maxVersion 3: a well-formed HELLO (it decodes); "
+  "a version 1 peer then finds no common version and sends ERROR unsupportedVersion, which is "
+  "a session decision, not a decoding error.", "future", min_v=2, max_v=3, peer=BOB)
+H("hello-name-1-byte", "Shortest name (1 byte) and the largest peer id.", "Z", peer=MAXID)
+H("hello-name-63-ascii", "Longest name: 63 ASCII bytes; smallest valid peer id.", "n" * 63,
+  peer=DAVE)
+H("hello-name-63-cjk", "Longest name: 21 CJK characters = 63 UTF-8 bytes.", "日本語" * 7)
+H("hello-name-63-emoji", "63 bytes: 15 four-byte emoji and 3 ASCII letters (names are "
+  "limited in bytes, not characters).", "👋" * 15 + "abc")
+H("hello-name-zoe", "Two-byte UTF-8 character in the name.", "Zoë", peer=CAROL)
+H("hello-name-emoji", "Name with a space and a four-byte emoji.", "Ana 👋", peer=BOB)
+H("hello-name-boundary-chars", "U+007E, U+00A0 and U+00FF are not control characters "
+  "(the control ranges are U+0000-U+001F and U+007F-U+009F).", "~\u00a0\u00ff")
+
+valid("invite-basic", "Default timeout 30000 ms, empty context.",
+      invitationID=1, timeoutMs=30_000, context=b"")
+valid("invite-min-timeout", "invitationID 0, minimum timeout 100 ms, one-byte context.",
+      invitationID=0, timeoutMs=100, context=b"\x00")
+valid("invite-max-timeout", "invitationID 2^64-1, maximum timeout 600000 ms, 300-byte "
+      "context (the 65535-byte maximum is not included, to keep the file small).",
+      invitationID=U64_MAX, timeoutMs=600_000, context=PATTERN_300)
+valid("invite-json-context", "Context holding application JSON (opaque to the protocol).",
+      invitationID=0x0123456789ABCDEF, timeoutMs=5_000, context=b'{"room":"lobby"}')
+
+valid("accept-zero", "invitationID 0.", invitationID=0)
+valid("accept-one", "invitationID 1.", invitationID=1)
+valid("accept-max", "invitationID 2^64-1.", invitationID=U64_MAX)
+valid("accept-pattern", "invitationID 0x0123456789abcdef (checks byte order).",
+      invitationID=0x0123456789ABCDEF)
+
+valid("decline-declined", "Reason 1 declined.", invitationID=1, reason=1)
+valid("decline-busy", "Reason 3 busy.", invitationID=42, reason=3)
+valid("decline-shutting-down", "Reason 5 shuttingDown, invitationID 2^64-1.",
+      invitationID=U64_MAX, reason=5)
+valid("decline-unknown-reason-0", "Reason 0 is not defined: valid, the receiver treats it as "
+      "declined and keeps the number.", invitationID=7, reason=0)
+valid("decline-unknown-reason-255", "Reason 255 is not defined: valid, number kept.",
+      invitationID=0, reason=255)
+
+valid("message-broadcast", "No recipients (for every peer of the session), short text body.",
+      messageID=1, sender=ALICE, timestamp=1_700_000_000_000, hopLimit=8, recipients=[],
+      body=b"hello")
+valid("message-private-1", "One recipient, UTF-8 text body.",
+      messageID=0x0123456789ABCDEF, sender=ALICE, timestamp=1_700_000_000_123, hopLimit=8,
+      recipients=[BOB], body="Grüße 👋".encode("utf-8"))
+valid("message-private-3", "Three distinct recipients, including the smallest and largest "
+      "valid ids.", messageID=2, sender=BOB, timestamp=1_700_000_001_000, hopLimit=8,
+      recipients=[CAROL, DAVE, MAXID], body=b"hi all three")
+valid("message-empty-body", "Empty body, no recipients.",
+      messageID=3, sender=ALICE, timestamp=1, hopLimit=8, recipients=[], body=b"")
+valid("message-min-values", "messageID 0, timestamp 0, hopLimit 0 (a relay would not forward "
+      "it further, but it is a valid frame).", messageID=0, sender=DAVE, timestamp=0,
+      hopLimit=0, recipients=[ALICE], body=b"")
+valid("message-max-values", "messageID and timestamp 2^64-1, hopLimit 255.",
+      messageID=U64_MAX, sender=MAXID, timestamp=U64_MAX, hopLimit=255,
+      recipients=[BOB], body=b"\xff")
+valid("message-binary-body", "The body is opaque: bytes that are not valid UTF-8 are fine.",
+      messageID=4, sender=CAROL, timestamp=1_700_000_002_000, hopLimit=7, recipients=[],
+      body=bytes.fromhex("00c0afeda080ff80"))
+valid("message-body-300", "A 300-byte body (the 1048576-byte maximum is not included, to "
+      "keep the file small).", messageID=5, sender=ALICE, timestamp=1_700_000_003_000,
+      hopLimit=8, recipients=[BOB, CAROL], body=PATTERN_300)
+
+valid("delivered-one", "One acknowledged id.", origin=ALICE, recipient=BOB, ids=[1])
+valid("delivered-many", "Twenty ids in one batch, including 0 and 2^64-1.",
+      origin=BOB, recipient=CAROL,
+      ids=[0, 1, 2, 3, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 1000, 1001, 1002, 1003,
+           0x0123456789ABCDEF, 2**63 - 1, 2**63, U64_MAX - 1, U64_MAX, 42])
+valid("delivered-duplicate-ids", "Ids may repeat: duplicates are allowed (section 4.6).",
+      origin=ALICE, recipient=CAROL, ids=[5, 5, 7])
+valid("delivered-max-id", "Single id 2^64-1, extreme peer ids.",
+      origin=MAXID, recipient=DAVE, ids=[U64_MAX])
+
+valid("ping-zero", "nonce 0.", nonce=0)
+valid("ping-max", "nonce 2^64-1.", nonce=U64_MAX)
+valid("ping-pattern", "nonce 0x0102030405060708 (checks byte order).", nonce=0x0102030405060708)
+valid("pong-zero", "nonce 0.", nonce=0)
+valid("pong-max", "nonce 2^64-1.", nonce=U64_MAX)
+valid("pong-pattern", "nonce 0x0102030405060708 (checks byte order).", nonce=0x0102030405060708)
+
+for number, reason in enumerate(["leaving", "shuttingDown", "duplicate", "invitationTimeout",
+                                 "invitationDeclined", "replaced", "idle"], start=1):
+    valid("goodbye-" + reason, "Reason %d %s." % (number, reason), reason=number)
+valid("goodbye-unknown-reason-0", "Reason 0 is not defined: valid, treated as leaving.",
+      reason=0)
+valid("goodbye-unknown-reason-255", "Reason 255 is not defined: valid, treated as leaving.",
+      reason=255)
+
+valid("error-empty-message", "Code 1 malformedFrame with an empty message.",
+      code=1, message="")
+valid("error-utf8-message", "Code 5 unsupportedVersion with a UTF-8 message (en dash).",
+      code=5, message="no common version: local 1–1, remote 2–3")
+valid("error-japanese-message", "Code 8 busy with a CJK message.",
+      code=8, message="接続が多すぎます")
+valid("error-unknown-code-0", "Code 0 is not defined: valid, the number is kept.",
+      code=0, message="zero")
+valid("error-unknown-code-65535", "Code 65535 is not defined: valid, the number is kept.",
+      code=65535, message="max")
+valid("error-max-message", "Message of exactly 1024 bytes (512 × 'é').",
+      code=3, message="é" * 512)
+
+valid("roster-full-empty", "kind 0 full with no entries: the relay reaches nobody else.",
+      kind=0, entries=[])
+valid("roster-full-several", "kind 0 full with three entries, multi-byte names, hops 1, 2 "
+      "and 255.", kind=0, entries=[
+          {"peerID": BOB, "hops": 1, "name": "Zoë"},
+          {"peerID": CAROL, "hops": 2, "name": "日本語"},
+          {"peerID": MAXID, "hops": 255, "name": "🦊 fox"}])
+valid("roster-add-one", "kind 1 add, one entry with a 63-byte name.",
+      kind=1, entries=[{"peerID": DAVE, "hops": 1, "name": "r" * 63}])
+valid("roster-add-empty", "kind 1 add with no entries.", kind=1, entries=[])
+valid("roster-remove-two", "kind 2 remove, two entries with 1-byte names.",
+      kind=2, entries=[{"peerID": ALICE, "hops": 1, "name": "a"},
+                       {"peerID": BOB, "hops": 3, "name": "b"}])
+
+for number, reason in enumerate(["unknownRecipient", "queueFull", "hopLimit", "notForMe"],
+                                start=1):
+    valid("undeliverable-" + reason, "Reason %d %s." % (number, reason),
+          origin=ALICE, messageID=1000 + number, recipient=BOB, reason=number)
+valid("undeliverable-unknown-reason-0", "Reason 0 is not defined: valid, the number is kept; "
+      "messageID 0.", origin=CAROL, messageID=0, recipient=DAVE, reason=0)
+valid("undeliverable-unknown-reason-255", "Reason 255 is not defined: valid, number kept; "
+      "messageID 2^64-1.", origin=MAXID, messageID=U64_MAX, recipient=ALICE, reason=255)
+
+
+# --- invalid vectors -----------------------------------------------------------------------
+
+INVALID = []
+
+
+def invalid(name, error_name, description, data):
+    INVALID.append({"name": name, "description": description, "hex": bytes(data).hex(),
+                    "error": error_name})
+
+
+T = TYPES
+PING_FRAME = frame(T["PING"], u64(1))
+
+# emptyFrame
+invalid("empty-frame", "emptyFrame", "Length field 0 (no type byte).", u32(0))
+invalid("empty-frame-then-ping", "emptyFrame", "Length field 0 followed by a valid PING: the "
+        "decoder stops at the first error.", u32(0) + PING_FRAME)
+
+# frameTooLarge: only the length prefix and a few bytes, rejected before the payload arrives.
+invalid("too-large-by-one", "frameTooLarge", "Length 0x00200001 = MAX_FRAME_LENGTH + 1; only "
+        "the 4 length bytes are sent: the decoder rejects on the prefix alone.",
+        u32(MAX_FRAME_LENGTH + 1))
+invalid("too-large-max-u32", "frameTooLarge", "Length 0xffffffff; only the 4 length bytes.",
+        u32(0xFFFFFFFF))
+invalid("too-large-with-some-payload", "frameTooLarge", "Length 0x00200001 followed by the "
+        "start of a HELLO: rejected on the prefix, without waiting for 2 MiB.",
+        u32(MAX_FRAME_LENGTH + 1) + u8(T["HELLO"]) + MAGIC)
+invalid("too-large-http-request", "frameTooLarge", "An HTTP client: 'GET ' read as a length "
+        "is 0x47455420, far above the maximum.", b"GET / HTTP/1.1\r\n")
+
+# truncated: end of input in the middle of a frame.
+invalid("truncated-length-1-byte", "truncated", "Input ends after 1 byte of the length prefix.",
+        b"\x00")
+invalid("truncated-length-2-bytes", "truncated", "Input ends after 2 bytes of the length "
+        "prefix.", b"\x00\x00")
+invalid("truncated-length-3-bytes", "truncated", "Input ends after 3 bytes of the length "
+        "prefix.", b"\x00\x00\x00")
+invalid("truncated-after-length", "truncated", "A PING length prefix (9) and nothing else.",
+        u32(9))
+invalid("truncated-after-type", "truncated", "A PING length prefix and type byte, no payload.",
+        u32(9) + u8(T["PING"]))
+invalid("truncated-mid-payload", "truncated", "A PING with 4 of its 8 nonce bytes.",
+        u32(9) + u8(T["PING"]) + b"\x01\x02\x03\x04")
+invalid("truncated-hello", "truncated", "A valid HELLO frame missing its last byte.",
+        frame(T["HELLO"], hello())[:-1])
+invalid("truncated-at-max-length", "truncated", "Length exactly MAX_FRAME_LENGTH (0x00200000) "
+        "is accepted; the input ends after the type byte and a few payload bytes.",
+        u32(MAX_FRAME_LENGTH) + u8(T["MESSAGE"]) + u64(1))
+
+# unknownFrameType: a valid length, a type byte version 1 does not define.
+invalid("unknown-type-0x00", "unknownFrameType", "Type 0x00, no payload.", frame(0x00, b""))
+invalid("unknown-type-0x0d", "unknownFrameType", "Type 0x0D (just after UNDELIVERABLE), no "
+        "payload.", frame(0x0D, b""))
+invalid("unknown-type-0x0d-with-payload", "unknownFrameType", "Type 0x0D with an 8-byte "
+        "payload.", frame(0x0D, u64(1)))
+invalid("unknown-type-0x80", "unknownFrameType", "Type 0x80, 1-byte payload.",
+        frame(0x80, b"\x00"))
+invalid("unknown-type-0xff", "unknownFrameType", "Type 0xFF, 4-byte payload.",
+        frame(0xFF, b"\xde\xad\xbe\xef"))
+
+# malformedFrame: payload size does not match the layout.
+M = "malformedFrame"
+invalid("hello-empty-payload", M, "HELLO with no payload at all (layout problem, so "
+        "malformedFrame, not invalidHello).", frame(T["HELLO"], b""))
+invalid("hello-too-short", M, "HELLO payload ends after magic and versions (capabilities, "
+        "peer id and name missing).", frame(T["HELLO"], MAGIC + u8(1) + u8(1)))
+invalid("hello-name-past-end", M, "HELLO name length 10 but only 3 name bytes follow.",
+        frame(T["HELLO"], hello()[:-6] + u8(10) + b"ali"))
+invalid("hello-trailing-byte", M, "A valid HELLO followed by one extra payload byte.",
+        frame(T["HELLO"], hello() + b"\x00"))
+invalid("invite-too-short", M, "INVITE payload of 8 bytes: timeoutMs and context missing.",
+        frame(T["INVITE"], u64(1)))
+invalid("invite-context-past-end", M, "INVITE context length 5 but 2 bytes follow.",
+        frame(T["INVITE"], u64(1) + u32(30_000) + u16(5) + b"ab"))
+invalid("invite-trailing-byte", M, "A valid INVITE followed by one extra byte.",
+        frame(T["INVITE"], invite() + b"\x00"))
+invalid("accept-empty", M, "ACCEPT with no payload.", frame(T["ACCEPT"], b""))
+invalid("accept-too-short", M, "ACCEPT with a 7-byte invitationID.",
+        frame(T["ACCEPT"], u64(1)[:7]))
+invalid("accept-trailing-byte", M, "ACCEPT with 9 payload bytes.",
+        frame(T["ACCEPT"], u64(1) + b"\x00"))
+invalid("decline-too-short", M, "DECLINE without its reason byte.", frame(T["DECLINE"], u64(1)))
+invalid("decline-trailing-byte", M, "DECLINE with one extra byte.",
+        frame(T["DECLINE"], u64(1) + u8(1) + b"\x00"))
+invalid("message-too-short", M, "MESSAGE whose payload ends after recipientCount (no body "
+        "length).", frame(T["MESSAGE"], message()[:-4]))
+invalid("message-recipients-past-end", M, "MESSAGE recipientCount 2 but one recipient id "
+        "before the body length.", frame(T["MESSAGE"], message(recipients=[BOB], count=2)))
+invalid("message-body-past-end", M, "MESSAGE body length 10 but only 5 body bytes follow.",
+        frame(T["MESSAGE"], message()[:-4] + u32(10) + b"hello"))
+invalid("message-body-over-limit-declared", M, "MESSAGE body length 1048577 (1 MiB + 1) with "
+        "no body bytes: malformed both because it exceeds the body limit and because it runs "
+        "past the payload. A frame really carrying a 1048577-byte body is not included (it "
+        "would need 1 MiB of data).", frame(T["MESSAGE"], message()[:-4] + u32(1_048_577)))
+invalid("message-trailing-byte", M, "A valid MESSAGE followed by one extra byte.",
+        frame(T["MESSAGE"], message(body=b"x") + b"\x00"))
+invalid("delivered-ids-past-end", M, "DELIVERED count 3 but 2 ids follow.",
+        frame(T["DELIVERED"], delivered(ids=[1, 2], count=3)))
+invalid("delivered-trailing-bytes", M, "DELIVERED count 1 followed by 12 bytes (one id and 4 "
+        "extra bytes).", frame(T["DELIVERED"], delivered(ids=[1]) + b"\x00" * 4))
+invalid("ping-empty", M, "PING with no nonce.", frame(T["PING"], b""))
+invalid("ping-trailing-byte", M, "PING with a 9-byte payload.",
+        frame(T["PING"], u64(1) + b"\x00"))
+invalid("pong-too-short", M, "PONG with a 7-byte nonce.", frame(T["PONG"], u64(1)[:7]))
+invalid("goodbye-empty", M, "GOODBYE with no reason byte.", frame(T["GOODBYE"], b""))
+invalid("goodbye-trailing-byte", M, "GOODBYE with 2 payload bytes.",
+        frame(T["GOODBYE"], b"\x01\x01"))
+invalid("error-too-short", M, "ERROR with only one byte of code.", frame(T["ERROR"], b"\x00"))
+invalid("error-message-past-end", M, "ERROR message length 10 but 3 bytes follow.",
+        frame(T["ERROR"], u16(1) + u16(10) + b"abc"))
+invalid("error-trailing-byte", M, "A valid ERROR followed by one extra byte.",
+        frame(T["ERROR"], error(1, "x") + b"\x00"))
+invalid("roster-entries-past-end", M, "ROSTER count 2 but one entry follows.",
+        frame(T["ROSTER"], roster(0, [(BOB, 1, "bob")], count=2)))
+invalid("roster-trailing-byte", M, "A valid ROSTER (one entry) followed by one extra byte.",
+        frame(T["ROSTER"], roster(1, [(BOB, 1, "bob")]) + b"\x00"))
+invalid("undeliverable-too-short", M, "UNDELIVERABLE without its reason byte.",
+        frame(T["UNDELIVERABLE"], undeliverable()[:-1]))
+invalid("undeliverable-trailing-byte", M, "UNDELIVERABLE with one extra byte.",
+        frame(T["UNDELIVERABLE"], undeliverable() + b"\x00"))
+
+# malformedFrame: the layout is right but a field breaks its rule.
+invalid("invite-timeout-99", M, "INVITE timeoutMs 99, below the 100 ms minimum.",
+        frame(T["INVITE"], invite(timeout=99)))
+invalid("invite-timeout-600001", M, "INVITE timeoutMs 600001, above the 600000 ms maximum.",
+        frame(T["INVITE"], invite(timeout=600_001)))
+invalid("invite-timeout-0", M, "INVITE timeoutMs 0.", frame(T["INVITE"], invite(timeout=0)))
+invalid("message-recipient-count-4097", M, "MESSAGE recipientCount 4097 (limit 4096), no "
+        "recipient data: malformed by the count limit and by the payload being too short "
+        "(4097 real ids would need 64 KiB).", frame(T["MESSAGE"], message(count=4097)))
+invalid("message-duplicate-recipient", M, "MESSAGE with recipients [BOB, BOB].",
+        frame(T["MESSAGE"], message(recipients=[BOB, BOB])))
+invalid("message-duplicate-recipient-apart", M, "MESSAGE with recipients [BOB, CAROL, BOB].",
+        frame(T["MESSAGE"], message(recipients=[BOB, CAROL, BOB])))
+invalid("message-zero-recipient", M, "MESSAGE with an all-zero recipient id.",
+        frame(T["MESSAGE"], message(recipients=[ZERO])))
+invalid("message-zero-recipient-among-others", M, "MESSAGE recipients [BOB, all-zero].",
+        frame(T["MESSAGE"], message(recipients=[BOB, ZERO])))
+invalid("delivered-count-0", M, "DELIVERED with count 0 and no ids (minimum is 1).",
+        frame(T["DELIVERED"], delivered(ids=[])))
+invalid("delivered-count-8193", M, "DELIVERED count 8193 (limit 8192) with 2 ids: malformed "
+        "by the count limit and by the payload being too short (8193 real ids would need "
+        "64 KiB).", frame(T["DELIVERED"], delivered(ids=[1, 2], count=8193)))
+invalid("roster-kind-3", M, "ROSTER kind 3 (only 0 full, 1 add, 2 remove exist), no entries.",
+        frame(T["ROSTER"], roster(kind=3)))
+invalid("roster-kind-255", M, "ROSTER kind 255, one entry.",
+        frame(T["ROSTER"], roster(255, [(BOB, 1, "bob")])))
+invalid("roster-count-4097", M, "ROSTER count 4097 (limit 4096) with no entries: malformed by "
+        "the count limit and by the payload being too short.",
+        frame(T["ROSTER"], roster(0, [], count=4097)))
+invalid("error-message-1025-bytes", M, "ERROR message of 1025 bytes (512 × 'é' + '!'), one "
+        "above the 1024-byte limit; it is valid UTF-8.",
+        frame(T["ERROR"], error(1, "é" * 512 + "!")))
+
+BAD_UTF8 = [  # (suffix, bytes, what)
+    ("overlong-2", b"\xc0\xaf", "overlong two-byte form of '/' (C0 AF)"),
+    ("overlong-3", b"\xe0\x80\xaf", "overlong three-byte form of '/' (E0 80 AF)"),
+    ("surrogate", b"\xed\xa0\x80", "UTF-16 surrogate U+D800 encoded in UTF-8 (ED A0 80)"),
+    ("lone-continuation", b"\x80", "lone continuation byte (80)"),
+    ("truncated-sequence", b"\xe6\x97", "three-byte sequence cut after two bytes (E6 97) at "
+     "the end of the string"),
+    ("above-10ffff", b"\xf4\x90\x80\x80", "code point above U+10FFFF (F4 90 80 80)"),
+    ("byte-ff", b"\xff", "byte FF, never valid in UTF-8"),
+]
+for suffix, bad, what in BAD_UTF8:
+    invalid("error-message-utf8-" + suffix, M, "ERROR message with invalid UTF-8: " + what + ".",
+            frame(T["ERROR"], error(1, b"ab" + bad)))
+for suffix, bad, what in BAD_UTF8[:5]:
+    invalid("roster-name-utf8-" + suffix, M, "ROSTER entry name with invalid UTF-8: " + what
+            + ".", frame(T["ROSTER"], roster(1, [(BOB, 1, b"ab" + bad)])))
+invalid("roster-name-empty", M, "ROSTER entry with an empty name (display names are 1-63 "
+        "bytes).", frame(T["ROSTER"], roster(0, [(BOB, 1, "")])))
+invalid("roster-name-64-bytes", M, "ROSTER entry with a 64-byte name.",
+        frame(T["ROSTER"], roster(0, [(BOB, 1, "r" * 64)])))
+invalid("roster-name-control-newline", M, "ROSTER entry name containing a newline (U+000A).",
+        frame(T["ROSTER"], roster(0, [(BOB, 1, "bob\nmallory")])))
+invalid("roster-name-control-c1", M, "ROSTER entry name containing U+009B (C1 CSI).",
+        frame(T["ROSTER"], roster(1, [(CAROL, 2, "x\u009b2J")])))
+
+# invalidHello: the HELLO layout is right but magic, versions, peer id or name break a rule.
+IH = "invalidHello"
+for label, magic in [("NRBX", b"NRBX"), ("nrby", b"nrby"), ("zero", bytes(4))]:
+    invalid("hello-magic-" + label.lower(), IH, "HELLO with magic %s instead of NRBY." %
+            magic.hex(), frame(T["HELLO"], hello(magic=magic)))
+invalid("hello-min-version-0", IH, "HELLO minVersion 0, maxVersion 1.",
+        frame(T["HELLO"], hello(min_v=0, max_v=1)))
+invalid("hello-versions-0-0", IH, "HELLO minVersion 0, maxVersion 0.",
+        frame(T["HELLO"], hello(min_v=0, max_v=0)))
+invalid("hello-min-above-max", IH, "HELLO minVersion 2 > maxVersion 1.",
+        frame(T["HELLO"], hello(min_v=2, max_v=1)))
+invalid("hello-zero-peer-id", IH, "HELLO with the all-zero peer id.",
+        frame(T["HELLO"], hello(peer=ZERO)))
+invalid("hello-name-empty", IH, "HELLO with a zero-length name (the layout is fine: the name "
+        "rule is broken, so invalidHello).", frame(T["HELLO"], hello(name="")))
+invalid("hello-name-64-ascii", IH, "HELLO name of 64 ASCII bytes (maximum 63).",
+        frame(T["HELLO"], hello(name="n" * 64)))
+invalid("hello-name-64-emoji", IH, "HELLO name of 16 emoji = 64 bytes: only 16 characters, "
+        "but the limit is in bytes.", frame(T["HELLO"], hello(name="👋" * 16)))
+invalid("hello-name-255-bytes", IH, "HELLO name of 255 bytes (the str8 maximum).",
+        frame(T["HELLO"], hello(name="n" * 255)))
+for label, ch in [("nul", "\u0000"), ("newline", "\n"), ("escape", "\u001b"),
+                  ("del", "\u007f"), ("u0085", "\u0085"), ("u009f", "\u009f")]:
+    invalid("hello-name-control-" + label, IH, "HELLO name containing the control character "
+            "U+%04X." % ord(ch), frame(T["HELLO"], hello(name="bob" + ch + "x")))
+invalid("hello-name-escape-sequence", IH, "HELLO name that would clear a terminal "
+        "(ESC [ 2 J).", frame(T["HELLO"], hello(name="\u001b[2Jhi")))
+for suffix, bad, what in BAD_UTF8:
+    invalid("hello-name-utf8-" + suffix, IH, "HELLO name with invalid UTF-8: " + what + ".",
+            frame(T["HELLO"], hello(name=b"ab" + bad)))
+
+
+# --- states (section 5.2) ------------------------------------------------------------------
+
+COMMON = ["PING", "PONG", "GOODBYE", "ERROR"]
+CONNECTED = ["MESSAGE", "DELIVERED", "UNDELIVERABLE"] + COMMON
+STATES = {
+    "states": {
+        "awaitingHello": ["HELLO", "GOODBYE", "ERROR"],
+        "idleListener": ["INVITE"] + COMMON,
+        "idleConnector": list(COMMON),
+        "inviting": ["ACCEPT", "DECLINE"] + COMMON,
+        "invited": list(COMMON),
+        "connected": CONNECTED,
+        "connectedToRelay": CONNECTED + ["ROSTER"],
+    },
+    "notes": (
+        "Legal frames by the receiver's state (PROTOCOL.md section 5.2). A frame not listed "
+        "for the state is answered with ERROR unexpectedFrame and the connection is closed. "
+        "'connected' is a connection whose peer's HELLO did not have the relay capability "
+        "bit; 'connectedToRelay' one whose peer's HELLO had it (ROSTER is legal only from a "
+        "relay). In 'inviting', ACCEPT and DECLINE are legal only when they carry the pending "
+        "invitation's id; another id is unexpectedFrame. 'closing' is not listed: in it every "
+        "frame is read and discarded."
+    ),
+}
+
+
+def build_frames():
+    return {"protocolVersion": PROTOCOL_VERSION, "maxFrameLength": MAX_FRAME_LENGTH,
+            "valid": VALID, "invalid": INVALID}
+
+
+def dump(data):
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def main():
+    names = [v["name"] for v in VALID + INVALID]
+    assert len(names) == len(set(names)), "duplicate vector names"
+    for filename, data in [("frames.json", build_frames()), ("states.json", STATES)]:
+        with open(os.path.join(HERE, filename), "w", encoding="utf-8", newline="\n") as f:
+            f.write(dump(data))
+    print("wrote %d valid and %d invalid frame vectors, %d states"
+          % (len(VALID), len(INVALID), len(STATES["states"])))
+
+
+if __name__ == "__main__":
+    main()

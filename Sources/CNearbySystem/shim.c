@@ -1,0 +1,2 @@
+#include "CNearbySystem.h"
+int nearby_placeholder(void) { return 0; }

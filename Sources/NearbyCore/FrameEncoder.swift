@@ -1,0 +1,123 @@
+/// Encodes frames by appending their bytes to a caller-owned buffer, so a connection can
+/// keep one buffer and reuse its capacity for every frame it writes.
+///
+/// The encoder does not validate protocol limits (the session does that where the user's
+/// input enters); it only traps when a value cannot be represented in its field at all.
+public enum FrameEncoder {
+  /// Appends `frame`, length prefix included, to `buffer`.
+  public static func encode(_ frame: Frame, into buffer: inout [UInt8]) {
+    let start = buffer.count
+    buffer.append(contentsOf: [0, 0, 0, 0, frame.type.rawValue])
+    switch frame {
+    case .hello(let hello):
+      buffer.append(contentsOf: ProtocolLimits.helloMagic)
+      buffer.append(hello.minVersion)
+      buffer.append(hello.maxVersion)
+      buffer.appendBigEndian(hello.capabilities.rawValue)
+      buffer.append(hello.peer.id)
+      buffer.appendString8(hello.peer.name.value)
+    case .invite(let invite):
+      buffer.appendBigEndian(invite.invitationID)
+      buffer.appendBigEndian(invite.timeoutMilliseconds)
+      precondition(invite.context.count <= ProtocolLimits.maximumContextLength, "context too long")
+      buffer.appendBigEndian(UInt16(invite.context.count))
+      buffer.append(contentsOf: invite.context)
+    case .accept(let id):
+      buffer.appendBigEndian(id)
+    case .decline(let id, let reason):
+      buffer.appendBigEndian(id)
+      buffer.append(reason.rawValue)
+    case .message(let message):
+      appendMessageFields(message, into: &buffer)
+    case .delivered(let delivered):
+      buffer.append(delivered.origin)
+      buffer.append(delivered.recipient)
+      precondition(delivered.ids.count <= Int(UInt16.max), "too many ids")
+      buffer.appendBigEndian(UInt16(delivered.ids.count))
+      for id in delivered.ids { buffer.appendBigEndian(id) }
+    case .ping(let nonce), .pong(let nonce):
+      buffer.appendBigEndian(nonce)
+    case .goodbye(let reason):
+      buffer.append(reason.rawValue)
+    case .error(let code, let message):
+      buffer.appendBigEndian(code.rawValue)
+      let bytes = Array(message.utf8)
+      precondition(bytes.count <= Int(UInt16.max), "error message too long")
+      buffer.appendBigEndian(UInt16(bytes.count))
+      buffer.append(contentsOf: bytes)
+    case .roster(let roster):
+      buffer.append(roster.kind.rawValue)
+      precondition(roster.entries.count <= Int(UInt16.max), "too many roster entries")
+      buffer.appendBigEndian(UInt16(roster.entries.count))
+      for entry in roster.entries {
+        buffer.append(entry.peer.id)
+        buffer.append(entry.hops)
+        buffer.appendString8(entry.peer.name.value)
+      }
+    case .undeliverable(let report):
+      buffer.append(report.origin)
+      buffer.appendBigEndian(report.messageID)
+      buffer.append(report.recipient)
+      buffer.append(report.reason.rawValue)
+    }
+    let length = buffer.count - start - 4
+    precondition(length <= Int(UInt32.max), "frame too long")
+    buffer.withUnsafeMutableBytes { raw in
+      raw.storeBytes(of: UInt32(length).bigEndian, toByteOffset: start, as: UInt32.self)
+    }
+  }
+
+  /// The frame's bytes in a new array.
+  public static func encode(_ frame: Frame) -> [UInt8] {
+    var buffer = [UInt8]()
+    encode(frame, into: &buffer)
+    return buffer
+  }
+
+  /// The encoded size of a MESSAGE, length prefix included.
+  public static func encodedSize(ofMessageWithRecipients recipients: Int, bodyLength: Int) -> Int {
+    4 + 1 + 8 + 16 + 8 + 1 + 2 + 16 * recipients + 4 + bodyLength
+  }
+
+  /// Appends a MESSAGE frame without going through ``Frame`` (the hot path of sending).
+  public static func encodeMessage(_ message: Frame.Message, into buffer: inout [UInt8]) {
+    let length = encodedSize(ofMessageWithRecipients: message.recipients.count, bodyLength: message.body.count) - 4
+    buffer.reserveCapacity(buffer.count + length + 4)
+    buffer.appendBigEndian(UInt32(length))
+    buffer.append(FrameType.message.rawValue)
+    appendMessageFields(message, into: &buffer)
+  }
+
+  private static func appendMessageFields(_ message: Frame.Message, into buffer: inout [UInt8]) {
+    buffer.appendBigEndian(message.id)
+    buffer.append(message.sender)
+    buffer.appendBigEndian(message.timestamp)
+    buffer.append(message.hopLimit)
+    precondition(message.recipients.count <= Int(UInt16.max), "too many recipients")
+    buffer.appendBigEndian(UInt16(message.recipients.count))
+    for recipient in message.recipients { buffer.append(recipient) }
+    precondition(message.body.count <= Int(UInt32.max), "body too long")
+    buffer.appendBigEndian(UInt32(message.body.count))
+    buffer.append(contentsOf: message.body)
+  }
+}
+
+extension [UInt8] {
+  @inlinable
+  mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+    Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+  }
+
+  @inlinable
+  mutating func append(_ id: PeerID) {
+    appendBigEndian(id.high)
+    appendBigEndian(id.low)
+  }
+
+  mutating func appendString8(_ text: String) {
+    let bytes = text.utf8
+    precondition(bytes.count <= 255, "string too long for str8")
+    append(UInt8(bytes.count))
+    append(contentsOf: bytes)
+  }
+}

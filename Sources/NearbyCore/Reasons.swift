@@ -1,0 +1,124 @@
+/// Capability bits of HELLO (PROTOCOL.md section 4.1).
+public struct Capabilities: OptionSet, Hashable, Sendable {
+  public let rawValue: UInt32
+  public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+  /// Reserved for encrypted sessions in a later version; version 1 peers never set it.
+  public static let encryption = Capabilities(rawValue: 1 << 0)
+  /// The sender is a relay: it forwards messages and sends ROSTER.
+  public static let relay = Capabilities(rawValue: 1 << 1)
+}
+
+/// Why an invitation was declined (DECLINE reason). Unknown numbers are kept.
+public struct DeclineReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+  public let rawValue: UInt8
+  public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+  public static let declined = DeclineReason(rawValue: 1)
+  public static let timeout = DeclineReason(rawValue: 2)
+  public static let busy = DeclineReason(rawValue: 3)
+  public static let notAllowed = DeclineReason(rawValue: 4)
+  public static let shuttingDown = DeclineReason(rawValue: 5)
+
+  public var description: String {
+    switch rawValue {
+    case 1: "declined"
+    case 2: "timeout"
+    case 3: "busy"
+    case 4: "notAllowed"
+    case 5: "shuttingDown"
+    default: "declined (reason \(rawValue))"
+    }
+  }
+}
+
+/// Why a peer closed a connection on purpose (GOODBYE reason). Unknown numbers are kept.
+public struct GoodbyeReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+  public let rawValue: UInt8
+  public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+  public static let leaving = GoodbyeReason(rawValue: 1)
+  public static let shuttingDown = GoodbyeReason(rawValue: 2)
+  public static let duplicate = GoodbyeReason(rawValue: 3)
+  public static let invitationTimeout = GoodbyeReason(rawValue: 4)
+  public static let invitationDeclined = GoodbyeReason(rawValue: 5)
+  public static let replaced = GoodbyeReason(rawValue: 6)
+  public static let idle = GoodbyeReason(rawValue: 7)
+
+  public var description: String {
+    switch rawValue {
+    case 1: "leaving"
+    case 2: "shuttingDown"
+    case 3: "duplicate"
+    case 4: "invitationTimeout"
+    case 5: "invitationDeclined"
+    case 6: "replaced"
+    case 7: "idle"
+    default: "leaving (reason \(rawValue))"
+    }
+  }
+}
+
+/// The code of an ERROR frame. Unknown numbers are kept.
+public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+  public let rawValue: UInt16
+  public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+  public static let malformedFrame = ErrorCode(rawValue: 1)
+  public static let frameTooLarge = ErrorCode(rawValue: 2)
+  public static let unexpectedFrame = ErrorCode(rawValue: 3)
+  public static let unknownFrameType = ErrorCode(rawValue: 4)
+  public static let unsupportedVersion = ErrorCode(rawValue: 5)
+  public static let invalidHello = ErrorCode(rawValue: 6)
+  public static let handshakeTimeout = ErrorCode(rawValue: 7)
+  public static let busy = ErrorCode(rawValue: 8)
+  public static let wrongPeer = ErrorCode(rawValue: 9)
+
+  public var description: String {
+    switch rawValue {
+    case 1: "malformedFrame"
+    case 2: "frameTooLarge"
+    case 3: "unexpectedFrame"
+    case 4: "unknownFrameType"
+    case 5: "unsupportedVersion"
+    case 6: "invalidHello"
+    case 7: "handshakeTimeout"
+    case 8: "busy"
+    case 9: "wrongPeer"
+    default: "error \(rawValue)"
+    }
+  }
+}
+
+/// Why a message did not reach a recipient (UNDELIVERABLE reason). Unknown numbers are kept.
+public struct UndeliverableReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+  public let rawValue: UInt8
+  public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+  public static let unknownRecipient = UndeliverableReason(rawValue: 1)
+  public static let queueFull = UndeliverableReason(rawValue: 2)
+  public static let hopLimit = UndeliverableReason(rawValue: 3)
+  public static let notForMe = UndeliverableReason(rawValue: 4)
+
+  public var description: String {
+    switch rawValue {
+    case 1: "unknownRecipient"
+    case 2: "queueFull"
+    case 3: "hopLimit"
+    case 4: "notForMe"
+    default: "undeliverable (reason \(rawValue))"
+    }
+  }
+}
+
+/// The kind of a ROSTER frame.
+public struct RosterKind: RawRepresentable, Hashable, Sendable {
+  public let rawValue: UInt8
+  public init?(rawValue: UInt8) {
+    guard rawValue <= 2 else { return nil }
+    self.rawValue = rawValue
+  }
+  public static let full = RosterKind(rawValue: 0)!
+  public static let add = RosterKind(rawValue: 1)!
+  public static let remove = RosterKind(rawValue: 2)!
+}

@@ -1,0 +1,233 @@
+extension SessionStateMachine {
+  /// Turns one connection event into session state and actions.
+  mutating func handle(_ event: ConnectionEvent, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    switch event {
+    case .helloReceived(let hello):
+      helloReceived(hello, on: id, now: now, into: &actions)
+    case .invited(let invite):
+      invited(invite, on: id, now: now, into: &actions)
+    case .invitationExpired:
+      withdrawPending(id, reason: "the invitation timed out", into: &actions)
+    case .accepted:
+      sessionEstablished(on: id, now: now, into: &actions)
+    case .declined(let reason):
+      guard let record = connections[id], let peerID = record.peerID else { return }
+      if peers[peerID]?.outbound == id { peers[peerID]?.outbound = nil }
+      if let peer = peers[peerID]?.peer { actions.append(.emit(.declined(peer, reason))) }
+      acceptHeldInvitation(from: peerID, now: now, into: &actions)
+    case .message(let message):
+      deliver(message, on: id, into: &actions)
+    case .delivered(let delivered):
+      acknowledged(delivered, on: id, into: &actions)
+    case .undeliverable(let report):
+      connections[id]?.unacked.remove(report.messageID)
+      let peer = peers[report.recipient]?.peer
+      actions.append(
+        .emit(.error(.undelivered(messageID: report.messageID, peer: peer, peerID: report.recipient, reason: .remote(report.reason)))))
+    case .roster:
+      // Rosters are handled by relay-aware sessions (section 9); a plain session ignores them.
+      break
+    case .roundTrip:
+      break
+    case .closed(let reason):
+      guard var record = connections[id] else { return }
+      connectionEnded(&record, id: id, reason: reason, now: now, into: &actions)
+      connections[id] = record
+    }
+  }
+
+  private mutating func helloReceived(_ hello: Frame.Hello, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    guard var record = connections[id] else { return }
+    let peerID = hello.peer.id
+    // Keep the freshest name; create the record for peers we did not discover.
+    if peers[peerID] == nil {
+      peers[peerID] = PeerRecord(peer: hello.peer)
+    } else {
+      peers[peerID]!.peer = hello.peer
+    }
+    switch record.direction {
+    case .inbound:
+      record.peerID = peerID
+      connections[id] = record
+    case .outbound:
+      if record.peerID == nil {
+        // Dialled by address: now we know who it is.
+        if peers[peerID]!.session != nil || peers[peerID]!.outbound != nil {
+          actions.append(.emit(.error(.rejected("already connected to or inviting \(hello.peer)"))))
+          let transition = connections[id]!.machine!.goodbye(.duplicate, now: now)
+          perform(transition, on: id, now: now, into: &actions)
+          return
+        }
+        record.peerID = peerID
+        peers[peerID]!.outbound = id
+        connections[id] = record
+        actions.append(.emit(.connecting(hello.peer)))
+      }
+      guard let invite = record.invite else { return }
+      let transition = connections[id]!.machine!.invite(invite, now: now)
+      perform(transition, on: id, now: now, into: &actions)
+    }
+  }
+
+  private mutating func invited(_ invite: Frame.Invite, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    guard let peerID = connections[id]?.peerID, let peer = peers[peerID]?.peer else { return }
+    let localID = localPeer.id
+
+    // 6.2: a peer we think is connected invites us again: its old session is gone.
+    if let old = peers[peerID]?.session, old != id {
+      if connections[old]?.machine != nil {
+        let transition = connections[old]!.machine!.goodbye(.replaced, now: now)
+        perform(transition, on: old, now: now, into: &actions)
+      }
+      answer(id, accept: true, now: now, into: &actions)
+      return
+    }
+
+    // 6.3: crossing invitations.
+    if let own = peers[peerID]?.outbound, own != id {
+      if peerID < localID {
+        // The peer's connection wins: accept it, drop ours.
+        answer(id, accept: true, now: now, into: &actions)
+        dropOwnAttempt(own, now: now, into: &actions)
+      } else {
+        // Ours wins: keep this invitation unanswered; the peer will accept ours.
+        connections[id]?.held = true
+      }
+      return
+    }
+
+    if configuration.allowList.contains(peerID) {
+      if let limit = configuration.maximumPeers, connectedCount >= limit {
+        decline(id, reason: .busy, now: now, into: &actions)
+      } else {
+        answer(id, accept: true, now: now, into: &actions)
+      }
+      return
+    }
+    switch configuration.acceptPolicy {
+    case .none:
+      decline(id, reason: .notAllowed, now: now, into: &actions)
+    case .all:
+      if let limit = configuration.maximumPeers, connectedCount >= limit {
+        decline(id, reason: .busy, now: now, into: &actions)
+      } else {
+        answer(id, accept: true, now: now, into: &actions)
+      }
+    case .ask:
+      if pendingInvitations.count >= configuration.maximumPendingInvitations {
+        decline(id, reason: .busy, now: now, into: &actions)
+        return
+      }
+      let invitation = IncomingInvitation(
+        connection: id, invitationID: invite.invitationID, peer: peer, context: invite.context,
+        expiresAt: now + .milliseconds(Int64(invite.timeoutMilliseconds)))
+      connections[id]?.awaitingAnswer = true
+      pendingInvitations.append(invitation)
+      actions.append(.emit(.invitation(invitation)))
+    }
+  }
+
+  var connectedCount: Int { peers.values.filter { $0.session != nil }.count }
+
+  private mutating func dropOwnAttempt(_ own: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    guard let record = connections[own] else { return }
+    if let peerID = record.peerID, peers[peerID]?.outbound == own { peers[peerID]?.outbound = nil }
+    if record.machine == nil {
+      // Still connecting: abandon it quietly.
+      connections[own] = nil
+      actions.append(.close(own, .now))
+    } else {
+      let transition = connections[own]!.machine!.goodbye(.duplicate, now: now)
+      perform(transition, on: own, now: now, into: &actions)
+    }
+  }
+
+  /// Our own crossing attempt ended without a session: answer the peer's held invitation.
+  mutating func acceptHeldInvitation(from peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
+    guard let held = connections.first(where: { $0.value.peerID == peerID && $0.value.held })?.key else { return }
+    connections[held]?.held = false
+    answer(held, accept: true, now: now, into: &actions)
+  }
+
+  /// Accepts or declines the invitation on a connection.
+  mutating func answer(_ id: ConnectionID, accept: Bool, now: Duration, into actions: inout [SessionAction]) {
+    guard connections[id]?.machine != nil else { return }
+    connections[id]!.awaitingAnswer = false
+    pendingInvitations.removeAll { $0.connection == id }
+    if accept {
+      let transition = connections[id]!.machine!.accept(now: now)
+      perform(transition, on: id, now: now, into: &actions)
+    } else {
+      decline(id, reason: .declined, now: now, into: &actions)
+    }
+  }
+
+  private mutating func decline(_ id: ConnectionID, reason: DeclineReason, now: Duration, into actions: inout [SessionAction]) {
+    guard connections[id]?.machine != nil else { return }
+    connections[id]!.awaitingAnswer = false
+    pendingInvitations.removeAll { $0.connection == id }
+    let transition = connections[id]!.machine!.decline(reason, now: now)
+    perform(transition, on: id, now: now, into: &actions)
+  }
+
+  private mutating func sessionEstablished(on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    guard let peerID = connections[id]?.peerID, var record = peers[peerID] else { return }
+    if record.outbound == id { record.outbound = nil }
+    record.session = id
+    peers[peerID] = record
+    actions.append(.emit(.connected(record.peer)))
+    // 6.3: the losing crossing connection(s) are closed.
+    for (other, connection) in connections where other != id && connection.peerID == peerID && connection.held {
+      connections[other]?.held = false
+      let transition = connections[other]!.machine!.goodbye(.duplicate, now: now)
+      perform(transition, on: other, now: now, into: &actions)
+    }
+    if let own = peers[peerID]?.outbound, own != id { dropOwnAttempt(own, now: now, into: &actions) }
+  }
+
+  private mutating func withdrawPending(_ id: ConnectionID, reason: String, into actions: inout [SessionAction]) {
+    guard let index = pendingInvitations.firstIndex(where: { $0.connection == id }) else { return }
+    let invitation = pendingInvitations.remove(at: index)
+    connections[id]?.awaitingAnswer = false
+    actions.append(.emit(.invitationWithdrawn(invitation.peer, reason)))
+  }
+
+  /// Reports what ended with a connection, exactly once per connection.
+  mutating func connectionEnded(_ record: inout ConnectionRecord, id: ConnectionID, reason: DisconnectReason, now: Duration, into actions: inout [SessionAction]) {
+    guard let peerID = record.peerID else { return }
+    let peer = peers[peerID]?.peer
+    if record.awaitingAnswer {
+      record.awaitingAnswer = false
+      withdrawPending(id, reason: "\(peer?.name.value ?? "the peer") \(reason)", into: &actions)
+    }
+    if peers[peerID]?.session == id {
+      peers[peerID]?.session = nil
+      if let peer { actions.append(.emit(.disconnected(peer, reason))) }
+    } else if peers[peerID]?.outbound == id {
+      peers[peerID]?.outbound = nil
+      if case .goodbye(.duplicate) = reason {
+      } else if let peer {
+        actions.append(.emit(.disconnected(peer, reason)))
+      }
+      acceptHeldInvitation(from: peerID, now: now, into: &actions)
+    }
+    record.held = false
+    failUnacknowledged(&record, reason: .connectionClosed(reason), into: &actions)
+    forgetIfIdle(peerID, except: id)
+  }
+
+  mutating func failUnacknowledged(_ record: inout ConnectionRecord, reason: UndeliveredReason, into actions: inout [SessionAction]) {
+    guard !record.unacked.isEmpty, let peerID = record.peerID else { return }
+    let peer = peers[peerID]?.peer
+    for messageID in record.unacked.removeAll() {
+      actions.append(.emit(.error(.undelivered(messageID: messageID, peer: peer, peerID: peerID, reason: reason))))
+    }
+  }
+
+  /// Drops the record of a peer that is neither discovered nor connected.
+  mutating func forgetIfIdle(_ peerID: PeerID, except: ConnectionID? = nil) {
+    guard let record = peers[peerID], record.discovered == nil, record.session == nil, record.outbound == nil else { return }
+    if connections.contains(where: { $0.key != except && $0.value.peerID == peerID }) { return }
+    peers[peerID] = nil
+  }
+}

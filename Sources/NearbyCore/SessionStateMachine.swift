@@ -1,0 +1,328 @@
+/// The brain of a session, as a plain value: it owns what is known about peers, every
+/// connection's protocol state, the invitations waiting for an answer and the messages
+/// waiting for acknowledgement. Inputs are discoveries, connection outcomes, frames,
+/// decisions and the time; outputs are ``SessionAction``s appended to an array. The session
+/// actor only performs them, so everything here is tested without sockets or clocks.
+public struct SessionStateMachine: Sendable {
+  /// The settings of a session.
+  public struct Configuration: Sendable {
+    public var local: Peer
+    public var capabilities: Capabilities = []
+    public var acceptPolicy: AcceptPolicy = .ask
+    /// Peers whose invitations are always accepted.
+    public var allowList: Set<PeerID> = []
+    public var timeouts = ConnectionTimeouts()
+    /// The timeout of our invitations unless the caller gives one.
+    public var invitationTimeout: Duration = .seconds(30)
+    /// Connections that have not reached `connected`; more are refused with ERROR `busy`.
+    public var maximumPendingConnections = 64
+    /// Invitations waiting for an answer; more are declined with `busy`.
+    public var maximumPendingInvitations = 32
+    /// Connected peers; invitations beyond are declined with `busy`. `nil`: no limit.
+    public var maximumPeers: Int?
+
+    public init(local: Peer) { self.local = local }
+  }
+
+  struct ConnectionRecord: Sendable {
+    enum Direction: Sendable { case inbound, outbound }
+    let direction: Direction
+    /// `nil` while an outbound TCP connect is in progress.
+    var machine: ConnectionStateMachine?
+    /// The peer: the target of an outbound connection, or the sender of an inbound HELLO.
+    var peerID: PeerID?
+    /// Outbound: the INVITE to send once HELLO is done.
+    var invite: Frame.Invite?
+    /// Inbound: the invitation is kept unanswered while our own crossing attempt wins.
+    var held = false
+    /// Inbound: the invitation waits for the person's answer.
+    var awaitingAnswer = false
+    /// Messages sent on this connection and not yet acknowledged.
+    var unacked = UInt64Queue()
+    /// Message ids received in the current batch, to acknowledge in one frame per origin.
+    var acks: [UInt64] = []
+  }
+
+  struct PeerRecord: Sendable {
+    var peer: Peer
+    var discovered: DiscoveredPeer?
+    /// The connection of the established session.
+    var session: ConnectionID?
+    /// Our own attempt (connecting, handshaking or inviting).
+    var outbound: ConnectionID?
+  }
+
+  public private(set) var configuration: Configuration
+  var connections: [ConnectionID: ConnectionRecord] = [:]
+  var peers: [PeerID: PeerRecord] = [:]
+  /// Invitations waiting for the person's answer, oldest first.
+  public internal(set) var pendingInvitations: [IncomingInvitation] = []
+  private var nextConnection: UInt64 = 1
+  private var nextInvitationID: UInt64
+  var nextMessageID: UInt64
+  public internal(set) var isShuttingDown = false
+
+  /// - Parameters:
+  ///   - configuration: who we are and how we answer.
+  ///   - seed: the first message id and invitation id; pass random values (tests pass fixed ones).
+  public init(configuration: Configuration, messageIDSeed: UInt64 = UInt64.random(in: 0...UInt64.max), invitationIDSeed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+    self.configuration = configuration
+    self.nextMessageID = messageIDSeed
+    self.nextInvitationID = invitationIDSeed
+  }
+
+  public var localPeer: Peer { configuration.local }
+
+  /// Changes the accept policy and allow-list (for example after SIGHUP).
+  public mutating func setAcceptPolicy(_ policy: AcceptPolicy, allowList: Set<PeerID>) {
+    configuration.acceptPolicy = policy
+    configuration.allowList = allowList
+  }
+
+  /// Peers with an established session.
+  public var connectedPeers: [Peer] {
+    peers.values.filter { $0.session != nil }.map(\.peer).sorted { $0.name.value < $1.name.value }
+  }
+
+  /// Peers currently seen through DNS-SD.
+  public var discoveredPeers: [DiscoveredPeer] {
+    peers.values.compactMap(\.discovered).sorted { $0.peer.name.value < $1.peer.name.value }
+  }
+
+  /// What we know of a peer (its latest name).
+  public func peer(_ id: PeerID) -> Peer? { peers[id]?.peer }
+
+  /// Whether a session with the peer is established.
+  public func isConnected(_ id: PeerID) -> Bool { peers[id]?.session != nil }
+
+  /// The connection carrying the session with a peer.
+  public func sessionConnection(_ id: PeerID) -> ConnectionID? { peers[id]?.session }
+
+  /// Connections that exist (any state), for the shell's bookkeeping.
+  public var connectionIDs: [ConnectionID] { Array(connections.keys) }
+
+  /// The connection's protocol state, if it exists.
+  public func connectionState(_ id: ConnectionID) -> ConnectionStateMachine.State? {
+    connections[id]?.machine?.state
+  }
+
+  /// How many sent messages wait for acknowledgement on a connection.
+  public func unacknowledgedCount(_ id: ConnectionID) -> Int { connections[id]?.unacked.count ?? 0 }
+
+  // MARK: Discovery
+
+  /// The browser found a peer or saw it change.
+  public mutating func discovered(_ found: DiscoveredPeer, into actions: inout [SessionAction]) {
+    let id = found.peer.id
+    guard id != localPeer.id else { return }
+    if var record = peers[id] {
+      let isNew = record.discovered == nil
+      record.discovered = found
+      record.peer = found.peer
+      peers[id] = record
+      actions.append(.emit(isNew ? .found(found) : .updated(found)))
+    } else {
+      peers[id] = PeerRecord(peer: found.peer, discovered: found)
+      actions.append(.emit(.found(found)))
+    }
+  }
+
+  /// The browser lost the last instance of a peer.
+  public mutating func lost(_ id: PeerID, into actions: inout [SessionAction]) {
+    guard var record = peers[id], record.discovered != nil else { return }
+    record.discovered = nil
+    actions.append(.emit(.lost(record.peer)))
+    if record.session == nil && record.outbound == nil && !hasConnections(to: id) {
+      peers[id] = nil
+    } else {
+      peers[id] = record
+    }
+  }
+
+  private func hasConnections(to id: PeerID) -> Bool {
+    connections.values.contains { $0.peerID == id }
+  }
+
+  // MARK: Inviting
+
+  /// Invites a known peer: connects to its endpoints, then sends INVITE.
+  /// Inviting a connected peer or one we already invite does nothing but say so; inviting a
+  /// peer whose own invitation waits for our answer accepts it.
+  public mutating func invite(_ id: PeerID, context: [UInt8], timeout: Duration? = nil, now: Duration, into actions: inout [SessionAction]) {
+    guard !isShuttingDown else { return }
+    guard let record = peers[id] else {
+      actions.append(.emit(.error(.rejected("unknown peer \(id.hex): it has not been found on the network"))))
+      return
+    }
+    if record.session != nil {
+      actions.append(.emit(.error(.rejected("already connected to \(record.peer)"))))
+      return
+    }
+    if record.outbound != nil {
+      actions.append(.emit(.error(.rejected("already inviting \(record.peer)"))))
+      return
+    }
+    if let pending = pendingInvitations.first(where: { $0.peer.id == id }) {
+      accept(pending.connection, now: now, into: &actions)
+      return
+    }
+    guard let endpoints = record.discovered?.endpoints, !endpoints.isEmpty else {
+      actions.append(.emit(.error(.rejected("\(record.peer) has no known address: wait until it is found again"))))
+      return
+    }
+    guard let invite = makeInvite(context: context, timeout: timeout, into: &actions) else { return }
+    let connection = newConnectionID()
+    connections[connection] = ConnectionRecord(direction: .outbound, peerID: id, invite: invite)
+    peers[id]?.outbound = connection
+    actions.append(.connect(connection, endpoints))
+    actions.append(.emit(.connecting(record.peer)))
+  }
+
+  /// Invites whoever listens at `endpoints` (a peer not found through DNS-SD).
+  public mutating func invite(endpoints: [Endpoint], context: [UInt8], timeout: Duration? = nil, into actions: inout [SessionAction]) {
+    guard !isShuttingDown, !endpoints.isEmpty else { return }
+    guard let invite = makeInvite(context: context, timeout: timeout, into: &actions) else { return }
+    let connection = newConnectionID()
+    connections[connection] = ConnectionRecord(direction: .outbound, peerID: nil, invite: invite)
+    actions.append(.connect(connection, endpoints))
+  }
+
+  private mutating func makeInvite(context: [UInt8], timeout: Duration?, into actions: inout [SessionAction]) -> Frame.Invite? {
+    guard context.count <= ProtocolLimits.maximumContextLength else {
+      actions.append(.emit(.error(.rejected("the invitation context is \(context.count) bytes, more than 65535"))))
+      return nil
+    }
+    let requested = timeout ?? configuration.invitationTimeout
+    let milliseconds = requested.components.seconds * 1000 + requested.components.attoseconds / 1_000_000_000_000_000
+    let range = ProtocolLimits.invitationTimeoutRange
+    guard milliseconds >= Int64(range.lowerBound), milliseconds <= Int64(range.upperBound) else {
+      actions.append(.emit(.error(.rejected("an invitation timeout must be between 0.1 s and 600 s"))))
+      return nil
+    }
+    let invitationID = nextInvitationID
+    nextInvitationID &+= 1
+    return Frame.Invite(invitationID: invitationID, timeoutMilliseconds: UInt32(milliseconds), context: context)
+  }
+
+  private mutating func newConnectionID() -> ConnectionID {
+    defer { nextConnection += 1 }
+    return ConnectionID(nextConnection)
+  }
+
+  // MARK: Connection lifecycle
+
+  /// The outbound TCP connection is up: send HELLO.
+  public mutating func connectionEstablished(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    guard var record = connections[id], record.machine == nil else { return }
+    var machine = ConnectionStateMachine(
+      role: .connector(expecting: record.peerID), hello: localHello, timeouts: configuration.timeouts, now: now)
+    actions.append(.send(id, machine.start(now: now)))
+    record.machine = machine
+    connections[id] = record
+  }
+
+  /// No endpoint answered.
+  public mutating func connectFailed(_ id: ConnectionID, detail: String, now: Duration, into actions: inout [SessionAction]) {
+    guard let record = connections.removeValue(forKey: id) else { return }
+    let peer = record.peerID.flatMap { peers[$0]?.peer }
+    if let peerID = record.peerID, peers[peerID]?.outbound == id {
+      peers[peerID]?.outbound = nil
+      actions.append(.emit(.error(.connectFailed(peer: peer, detail: detail))))
+      acceptHeldInvitation(from: peerID, now: now, into: &actions)
+      forgetIfIdle(peerID)
+    } else {
+      actions.append(.emit(.error(.connectFailed(peer: peer, detail: detail))))
+    }
+  }
+
+  /// A peer connected to our listener: send HELLO (or refuse it when too many connections
+  /// are still handshaking).
+  public mutating func connectionAccepted(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    var machine = ConnectionStateMachine(role: .listener, hello: localHello, timeouts: configuration.timeouts, now: now)
+    actions.append(.send(id, machine.start(now: now)))
+    let pending = connections.values.filter { $0.machine.map { $0.state != .connected } ?? true }.count
+    if isShuttingDown || pending >= configuration.maximumPendingConnections {
+      let transition = machine.reject(.busy, "too many connections are being set up; try again later", now: now)
+      connections[id] = ConnectionRecord(direction: .inbound, machine: machine)
+      perform(transition, on: id, now: now, into: &actions)
+      return
+    }
+    connections[id] = ConnectionRecord(direction: .inbound, machine: machine)
+  }
+
+  /// Reserves an id for a connection the listener accepted.
+  public mutating func reserveConnectionID() -> ConnectionID { newConnectionID() }
+
+  private var localHello: Frame.Hello {
+    Frame.Hello(minVersion: 1, maxVersion: UInt8(ProtocolLimits.version), capabilities: configuration.capabilities, peer: localPeer)
+  }
+
+  /// Frames from a connection, in order. Acknowledgements for the messages among them are
+  /// sent as one DELIVERED per origin at the end of the batch.
+  public mutating func received(_ frames: [Frame], on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    for frame in frames {
+      guard connections[id]?.machine != nil else { break }
+      let transition = connections[id]!.machine!.receive(frame, now: now)
+      perform(transition, on: id, now: now, into: &actions)
+    }
+    flushAcknowledgements(on: id, now: now, into: &actions)
+  }
+
+  /// The bytes of a connection could not be decoded.
+  public mutating func receiveFailed(_ error: FrameDecodingError, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    guard connections[id]?.machine != nil else { return }
+    flushAcknowledgements(on: id, now: now, into: &actions)
+    let transition = connections[id]!.machine!.receiveFailed(error, now: now)
+    perform(transition, on: id, now: now, into: &actions)
+  }
+
+  /// The connection reached EOF or failed.
+  public mutating func connectionClosed(_ id: ConnectionID, detail: String, now: Duration, into actions: inout [SessionAction]) {
+    guard connections[id] != nil else { return }
+    guard connections[id]!.machine != nil else {
+      connectFailed(id, detail: detail, now: now, into: &actions)
+      return
+    }
+    flushAcknowledgements(on: id, now: now, into: &actions)
+    let transition = connections[id]!.machine!.connectionLost(detail)
+    perform(transition, on: id, now: now, into: &actions)
+    // Whatever the machine said, the socket is gone.
+    if connections[id] != nil { removeConnection(id, reason: .connectionLost(detail), now: now, into: &actions) }
+  }
+
+  // MARK: Time
+
+  /// The earliest deadline of any connection.
+  public var nextDeadline: Duration? {
+    connections.values.compactMap { $0.machine?.nextDeadline }.min()
+  }
+
+  /// Runs every connection's timers.
+  public mutating func tick(now: Duration, into actions: inout [SessionAction]) {
+    for id in connections.keys.sorted() {
+      guard let deadline = connections[id]?.machine?.nextDeadline, deadline <= now else { continue }
+      let transition = connections[id]!.machine!.tick(now: now)
+      perform(transition, on: id, now: now, into: &actions)
+    }
+  }
+
+  // MARK: Performing transitions
+
+  mutating func perform(_ transition: ConnectionTransition, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    if let frame = transition.send { actions.append(.send(id, frame)) }
+    if let event = transition.event { handle(event, on: id, now: now, into: &actions) }
+    if let close = transition.close {
+      actions.append(.close(id, close))
+      if close == .now, connections[id] != nil {
+        removeConnection(id, reason: nil, now: now, into: &actions)
+      }
+    }
+  }
+
+  /// Forgets a connection whose socket is closed, reporting what ended with it.
+  mutating func removeConnection(_ id: ConnectionID, reason: DisconnectReason?, now: Duration, into actions: inout [SessionAction]) {
+    guard var record = connections.removeValue(forKey: id) else { return }
+    if let reason { connectionEnded(&record, id: id, reason: reason, now: now, into: &actions) }
+    failUnacknowledged(&record, reason: .connectionClosed(reason ?? .closedWhileClosing), into: &actions)
+  }
+}

@@ -1,0 +1,162 @@
+/// Identifies one TCP connection inside a session.
+public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+  public let rawValue: UInt64
+  public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+  public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+  public var description: String { "#\(rawValue)" }
+}
+
+/// A numeric address and port to connect to.
+public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
+  /// A numeric IPv4 or IPv6 address (`192.0.2.1`, `fe80::1`).
+  public var host: String
+  public var port: UInt16
+  /// The interface an IPv6 link-local address belongs to (0: any).
+  public var interfaceIndex: UInt32
+
+  public init(host: String, port: UInt16, interfaceIndex: UInt32 = 0) {
+    self.host = host
+    self.port = port
+    self.interfaceIndex = interfaceIndex
+  }
+
+  public var description: String {
+    host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+  }
+}
+
+/// A peer seen through DNS-SD.
+public struct DiscoveredPeer: Hashable, Sendable {
+  public var advertisement: PeerAdvertisement
+  /// The host name the instance resolved to (`host-a.local.`).
+  public var hostName: String
+  /// Where it listens, best first.
+  public var endpoints: [Endpoint]
+
+  public init(advertisement: PeerAdvertisement, hostName: String, endpoints: [Endpoint]) {
+    self.advertisement = advertisement
+    self.hostName = hostName
+    self.endpoints = endpoints
+  }
+
+  public var peer: Peer { advertisement.peer }
+  public var info: DiscoveryInfo { advertisement.info }
+}
+
+/// How the session answers invitations.
+public enum AcceptPolicy: String, Hashable, Sendable, CaseIterable {
+  /// Report each invitation and let the person (or program) decide.
+  case ask
+  /// Accept every invitation.
+  case all
+  /// Decline every invitation (peers on the allow-list are still accepted).
+  case none
+}
+
+/// An invitation waiting for our answer.
+public struct IncomingInvitation: Hashable, Sendable {
+  public let connection: ConnectionID
+  public let invitationID: UInt64
+  public let peer: Peer
+  public let context: [UInt8]
+  /// When it expires, on the session's clock.
+  public let expiresAt: Duration
+}
+
+/// Addressees of a message.
+public enum Recipients: Hashable, Sendable {
+  /// Every connected peer.
+  case all
+  case peers([PeerID])
+}
+
+/// A message handed to the application.
+public struct ReceivedMessage: Hashable, Sendable {
+  public let id: UInt64
+  public let from: Peer
+  /// Sent to named peers rather than to all.
+  public let isPrivate: Bool
+  /// Milliseconds since the Unix epoch, on the sender's clock.
+  public let timestamp: UInt64
+  public let body: [UInt8]
+}
+
+/// Why a message did not reach a peer.
+public enum UndeliveredReason: Hashable, Sendable, CustomStringConvertible {
+  /// We have no connection to this peer.
+  case notConnected
+  /// The connection closed before the peer acknowledged the message.
+  case connectionClosed(DisconnectReason)
+  /// The connection's send queue is full: the peer reads too slowly.
+  case queueFull
+  /// A peer or relay reported it could not deliver.
+  case remote(UndeliverableReason)
+  /// The session shut down first.
+  case shuttingDown
+
+  public var description: String {
+    switch self {
+    case .notConnected: "not connected"
+    case .connectionClosed(let reason): "the connection closed before delivery was confirmed (\(reason))"
+    case .queueFull: "the send queue is full (the peer reads too slowly)"
+    case .remote(let reason): "reported undeliverable (\(reason))"
+    case .shuttingDown: "the session shut down"
+    }
+  }
+}
+
+/// Errors reported on the event stream.
+public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// A message (by id) did not reach `peer`.
+  case undelivered(messageID: UInt64, peer: Peer?, peerID: PeerID, reason: UndeliveredReason)
+  /// No endpoint of the peer answered.
+  case connectFailed(peer: Peer?, detail: String)
+  /// A request named a peer we do not know, or asked for something impossible.
+  case rejected(String)
+  /// A connection broke the protocol (logged; the connection was closed).
+  case protocolError(peer: Peer?, detail: String)
+
+  public var description: String {
+    switch self {
+    case .undelivered(let id, let peer, let peerID, let reason):
+      "message \(id) to \(peer.map(\.description) ?? peerID.hex) not delivered: \(reason)"
+    case .connectFailed(let peer, let detail):
+      "could not connect\(peer.map { " to \($0)" } ?? ""): \(detail)"
+    case .rejected(let detail): detail
+    case .protocolError(let peer, let detail):
+      "protocol error\(peer.map { " from \($0)" } ?? ""): \(detail)"
+    }
+  }
+}
+
+/// Everything a session reports, in order.
+public enum SessionEvent: Hashable, Sendable {
+  case found(DiscoveredPeer)
+  case updated(DiscoveredPeer)
+  case lost(Peer)
+  /// An invitation waits for ``SessionStateMachine/accept(peer:now:into:)`` or decline.
+  case invitation(IncomingInvitation)
+  /// A pending invitation went away unanswered (timeout, or the inviter left).
+  case invitationWithdrawn(Peer, String)
+  case connecting(Peer)
+  case connected(Peer)
+  /// Our invitation was declined (`timeout` when nobody answered).
+  case declined(Peer, DeclineReason)
+  case disconnected(Peer, DisconnectReason)
+  case message(ReceivedMessage)
+  case delivered(messageID: UInt64, to: Peer)
+  case error(SessionError)
+}
+
+/// What the session asks its shell to do.
+public enum SessionAction: Sendable {
+  /// Open a TCP connection, trying the endpoints in order; report the outcome with
+  /// ``SessionStateMachine/connectionEstablished(_:now:into:)`` or
+  /// ``SessionStateMachine/connectFailed(_:detail:now:into:)``.
+  case connect(ConnectionID, [Endpoint])
+  case send(ConnectionID, Frame)
+  /// Send one message on several connections (encode it once).
+  case sendMessage(Frame.Message, [ConnectionID])
+  case close(ConnectionID, CloseAction)
+  case emit(SessionEvent)
+}
