@@ -1,0 +1,116 @@
+import NearbyCore
+import Testing
+
+@Suite("Frame codec properties (random frames)")
+struct FrameCodecPropertyTests {
+  static func randomName(_ g: inout SeededGenerator) -> DisplayName {
+    let alphabet = ["a", "b", "Z", "é", "日", "🦊", " ", "-", "."]
+    var text = ""
+    let count = Int.random(in: 1...12, using: &g)
+    for _ in 0..<count { text += alphabet.randomElement(using: &g)! }
+    return try! DisplayName(text)
+  }
+
+  static func randomBytes(_ g: inout SeededGenerator, max: Int) -> [UInt8] {
+    (0..<Int.random(in: 0...max, using: &g)).map { _ in UInt8.random(in: 0...255, using: &g) }
+  }
+
+  static func randomFrame(_ g: inout SeededGenerator) -> Frame {
+    let id = { (g: inout SeededGenerator) in PeerID.random(using: &g) }
+    switch FrameType.allCases.randomElement(using: &g)! {
+    case .hello:
+      let low = UInt8.random(in: 1...5, using: &g)
+      return .hello(
+        Frame.Hello(minVersion: low, maxVersion: low + UInt8.random(in: 0...3, using: &g), capabilities: Capabilities(rawValue: g.next32()),
+          peer: Peer(id: id(&g), name: randomName(&g))))
+    case .invite:
+      return .invite(Frame.Invite(invitationID: g.next(), timeoutMilliseconds: UInt32.random(in: 100...600_000, using: &g), context: randomBytes(&g, max: 300)))
+    case .accept: return .accept(invitationID: g.next())
+    case .decline: return .decline(invitationID: g.next(), reason: DeclineReason(rawValue: UInt8.random(in: 0...255, using: &g)))
+    case .message:
+      let recipients = (0..<Int.random(in: 0...4, using: &g)).map { _ in id(&g) }
+      return .message(
+        Frame.Message(id: g.next(), sender: id(&g), timestamp: g.next(), hopLimit: UInt8.random(in: 0...255, using: &g), recipients: recipients,
+          body: randomBytes(&g, max: 2000)))
+    case .delivered:
+      return .delivered(Frame.Delivered(origin: id(&g), recipient: id(&g), ids: (0..<Int.random(in: 1...50, using: &g)).map { _ in g.next() }))
+    case .ping: return .ping(nonce: g.next())
+    case .pong: return .pong(nonce: g.next())
+    case .goodbye: return .goodbye(GoodbyeReason(rawValue: UInt8.random(in: 0...255, using: &g)))
+    case .error: return .error(code: ErrorCode(rawValue: UInt16.random(in: 0...65535, using: &g)), message: randomName(&g).value)
+    case .roster:
+      let entries = (0..<Int.random(in: 0...5, using: &g)).map { _ in
+        Frame.Roster.Entry(peer: Peer(id: id(&g), name: randomName(&g)), hops: UInt8.random(in: 0...255, using: &g))
+      }
+      return .roster(Frame.Roster(kind: RosterKind(rawValue: UInt8.random(in: 0...2, using: &g))!, entries: entries))
+    case .undeliverable:
+      return .undeliverable(Frame.Undeliverable(origin: id(&g), messageID: g.next(), recipient: id(&g), reason: UndeliverableReason(rawValue: UInt8.random(in: 0...255, using: &g))))
+    }
+  }
+
+  @Test("random frames round-trip through random chunkings", arguments: 0..<20)
+  func roundTrip(seed: UInt64) {
+    var g = SeededGenerator(seed: seed)
+    let frames = (0..<50).map { _ in Self.randomFrame(&g) }
+    var stream: [UInt8] = []
+    for frame in frames { FrameEncoder.encode(frame, into: &stream) }
+    var chunks: [ArraySlice<UInt8>] = []
+    var index = 0
+    while index < stream.count {
+      let size = Int.random(in: 1...700, using: &g)
+      chunks.append(stream[index..<min(index + size, stream.count)])
+      index += size
+    }
+    let result = decodeAll(chunks)
+    #expect(result.error == nil)
+    #expect(result.frames == frames)
+  }
+
+  @Test("any prefix of a valid stream is truncated or complete, never another error", arguments: 0..<5)
+  func prefixes(seed: UInt64) {
+    var g = SeededGenerator(seed: 1000 + seed)
+    var stream: [UInt8] = []
+    for _ in 0..<5 { FrameEncoder.encode(Self.randomFrame(&g), into: &stream) }
+    for cut in 0...stream.count {
+      let result = decodeAll([stream[..<cut]])
+      if let error = result.error {
+        guard case .truncated = error else {
+          Issue.record("prefix of \(cut) bytes gave \(error)")
+          return
+        }
+      }
+    }
+  }
+
+  @Test("random garbage never crashes the decoder", arguments: 0..<10)
+  func garbage(seed: UInt64) {
+    var g = SeededGenerator(seed: 7000 + seed)
+    for _ in 0..<200 {
+      var bytes = Self.randomBytes(&g, max: 64)
+      // Mostly plausible lengths, so payload parsing is exercised too.
+      if bytes.count >= 5, Bool.random(using: &g) {
+        let length = UInt32(bytes.count - 4)
+        bytes[0] = 0
+        bytes[1] = 0
+        bytes[2] = UInt8(length >> 8)
+        bytes[3] = UInt8(length & 0xFF)
+        bytes[4] = UInt8.random(in: 1...12, using: &g)
+      }
+      _ = decodeAll([bytes[...]])
+    }
+  }
+
+  @Test func decoderReleasesMemoryWhenIdle() throws {
+    let decoder = FrameDecoder()
+    var big: [UInt8] = []
+    FrameEncoder.encode(.message(Frame.Message(id: 1, sender: Fixture.aliceID, timestamp: 0, recipients: [], body: Array(repeating: 7, count: 500_000))), into: &big)
+    decoder.append(big)
+    #expect(try decoder.next() != nil)
+    #expect(try decoder.next() == nil)
+    #expect(decoder.allocatedByteCount == 0)
+  }
+}
+
+extension RandomNumberGenerator {
+  mutating func next32() -> UInt32 { UInt32(truncatingIfNeeded: next()) }
+}

@@ -1,0 +1,363 @@
+import NearbyCore
+import Testing
+
+@Suite("Session state machine (simulated network, virtual clock)")
+struct SessionStateMachineTests {
+  let a = Fixture.aliceID
+  let b = Fixture.bobID
+  let c = Fixture.carolID
+
+  func pair(policy: AcceptPolicy = .ask) -> SimulatedNetwork {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: policy)
+    net.add(Fixture.bob, policy: policy)
+    net.discoverAll()
+    _ = net.take(a)
+    _ = net.take(b)
+    return net
+  }
+
+  func firstInvitation(in events: [SessionEvent]) -> IncomingInvitation? {
+    for case .invitation(let invitation) in events { return invitation }
+    return nil
+  }
+
+  @Test func discoveryReportsFoundOnceAndUpdates() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice)
+    net.add(Fixture.bob)
+    net.discoverAll()
+    #expect(net.take(a).map(\.kind) == ["found"])
+    net.discoverAll()
+    #expect(net.take(a).map(\.kind) == ["updated"])
+    net.act(a) { machine, actions, _ in machine.lost(Fixture.bobID, into: &actions) }
+    #expect(net.take(a).map(\.kind) == ["lost"])
+    net.act(a) { machine, actions, _ in machine.lost(Fixture.bobID, into: &actions) }
+    #expect(net.take(a).isEmpty)
+  }
+
+  @Test func inviteAcceptAndExchangeMessages() throws {
+    var net = pair()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: Array("lunch?".utf8), now: now, into: &x) }
+    #expect(net.take(a).map(\.kind) == ["connecting"])
+    net.run()
+    let invitation = try #require(firstInvitation(in: net.take(b)))
+    #expect(invitation.peer == Fixture.alice)
+    #expect(invitation.context == Array("lunch?".utf8))
+    net.act(b) { m, x, now in m.accept(peer: Fixture.aliceID, now: now, into: &x) }
+    #expect(net.take(b).map(\.kind) == ["connected"])
+    net.run()
+    #expect(net.take(a).map(\.kind) == ["connected"])
+    #expect(net.connectedNames(a) == ["bob"])
+    #expect(net.connectedNames(b) == ["alice"])
+
+    let text = "héllo 👋 日本"
+    var id: UInt64 = 0
+    net.act(a) { m, x, now in id = m.send(Array(text.utf8), to: .all, timestamp: 1, now: now, into: &x) }
+    net.run()
+    let received = net.take(b)
+    guard case .message(let message)? = received.first else {
+      Issue.record("no message: \(received)")
+      return
+    }
+    #expect(String(decoding: message.body, as: UTF8.self) == text)
+    #expect(message.from == Fixture.alice)
+    #expect(message.id == id)
+    #expect(!message.isPrivate)
+    #expect(net.take(a) == [.delivered(messageID: id, to: Fixture.bob)])
+    #expect(net.nodes[a]!.unacknowledgedCount(net.nodes[a]!.sessionConnection(b)!) == 0)
+
+    net.act(b) { m, x, now in id = m.send(Array("hi".utf8), to: .peers([Fixture.aliceID]), timestamp: 2, now: now, into: &x) }
+    net.run()
+    guard case .message(let reply)? = net.take(a).first else {
+      Issue.record("no reply")
+      return
+    }
+    #expect(reply.isPrivate)
+    #expect(net.take(b) == [.delivered(messageID: id, to: Fixture.alice)])
+  }
+
+  @Test func declineReachesTheInviterWithItsReason() throws {
+    var net = pair()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = try #require(firstInvitation(in: net.take(b)))
+    net.act(b) { m, x, now in m.decline(peer: Fixture.aliceID, now: now, into: &x) }
+    net.run()
+    #expect(net.take(a).contains(.declined(Fixture.bob, .declined)))
+    #expect(net.take(b).isEmpty)
+    #expect(net.nodes[b]!.pendingInvitations.isEmpty)
+    #expect(net.openLinks(a) == 0)
+    #expect(net.openLinks(b) == 0)
+    // Answering again is refused, not a crash or a second answer.
+    net.act(b) { m, x, now in m.accept(peer: Fixture.aliceID, now: now, into: &x) }
+    #expect(net.take(b).map(\.kind) == ["error"])
+  }
+
+  @Test func unansweredInvitationTimesOutOnBothSides() {
+    var net = pair()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], timeout: .seconds(2), now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    #expect(net.take(b).map(\.kind) == ["invitation"])
+    net.advance(by: .milliseconds(1900))
+    #expect(net.take(a).isEmpty)
+    net.advance(by: .milliseconds(300))
+    #expect(net.take(a) == [.declined(Fixture.bob, .timeout)])
+    #expect(net.take(b).map(\.kind) == ["invitationWithdrawn"])
+    #expect(net.nodes[b]!.pendingInvitations.isEmpty)
+  }
+
+  @Test("crossing invitations end with one connection", arguments: [false, true])
+  func crossingInvitations(lowerInvitesFirst: Bool) {
+    var net = pair()
+    let first = lowerInvitesFirst ? a : b
+    let second = lowerInvitesFirst ? b : a
+    net.act(first) { m, x, now in m.invite(second, context: [], now: now, into: &x) }
+    net.act(second) { m, x, now in m.invite(first, context: [], now: now, into: &x) }
+    net.run()
+    let eventsA = net.take(a).map(\.kind)
+    let eventsB = net.take(b).map(\.kind)
+    #expect(eventsA.filter { $0 == "connected" }.count == 1, "\(eventsA)")
+    #expect(eventsB.filter { $0 == "connected" }.count == 1, "\(eventsB)")
+    #expect(!eventsA.contains("invitation") && !eventsB.contains("invitation"))
+    #expect(!eventsA.contains("disconnected") && !eventsB.contains("disconnected"))
+    #expect(net.openLinks(a) == 1)
+    #expect(net.openLinks(b) == 1)
+    // The surviving connection is the one alice (the lower id) opened.
+    let connection = net.nodes[a]!.sessionConnection(b)!
+    #expect(net.nodes[a]!.connectionState(connection) == .connected)
+    #expect(net.framesSent[SimulatedNetwork.Link(node: a, connection: connection)]?.first.map { if case .hello = $0 { true } else { false } } == true)
+    #expect(net.framesSent[SimulatedNetwork.Link(node: a, connection: connection)]!.contains { if case .invite = $0 { true } else { false } })
+    // And messages flow on it.
+    net.act(b) { m, x, now in m.send([1], to: .all, timestamp: 0, now: now, into: &x) }
+    net.run()
+    #expect(net.take(a).map(\.kind) == ["message"])
+    #expect(net.take(b).map(\.kind) == ["delivered"])
+  }
+
+  @Test func crossingWhenTheWinnersAttemptFailsAcceptsTheHeldInvitation() {
+    var net = pair()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    // Everything alice sends on her own connection is lost: bob never gets her HELLO.
+    net.silenced.insert(SimulatedNetwork.Link(node: a, connection: ConnectionID(1)))
+    net.act(b) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
+    net.run()
+    // Alice holds bob's invitation (her connection would win), so nobody is connected yet.
+    #expect(net.connectedNames(a).isEmpty)
+    #expect(!net.take(a).contains { $0.kind == "invitation" })
+    net.advance(by: .seconds(6))
+    #expect(net.connectedNames(a) == ["bob"])
+    #expect(net.connectedNames(b) == ["alice"])
+    #expect(net.take(b).filter { $0.kind == "connected" }.count == 1)
+  }
+
+  @Test func invitingAConnectedPeerOpensNoSecondConnection() {
+    var net = pair(policy: .all)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    #expect(net.queue.isEmpty)
+    guard case .error(.rejected(let text))? = net.take(a).first else {
+      Issue.record("no error")
+      return
+    }
+    #expect(text.contains("already connected"))
+    #expect(net.openLinks(a) == 1)
+  }
+
+  @Test func invitingAPeerWhoseInvitationIsPendingAcceptsIt() {
+    var net = pair()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    #expect(net.take(b).map(\.kind) == ["invitation"])
+    net.act(b) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
+    net.run()
+    #expect(net.take(b).map(\.kind) == ["connected"])
+    #expect(net.openLinks(b) == 1)
+  }
+
+  @Test func severalPendingInvitationsAreQueuedAndEachAnsweredOnce() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice)
+    for index in 1...3 { net.add(Fixture.peer(index)) }
+    net.discoverAll()
+    for index in 1...3 {
+      net.act(Fixture.peer(index).id) { m, x, now in m.invite(Fixture.aliceID, context: [UInt8(index)], now: now, into: &x) }
+    }
+    net.run()
+    let invitations = net.take(a).compactMap { if case .invitation(let i) = $0 { i } else { nil } }
+    #expect(invitations.map(\.peer.name.value) == ["peer1", "peer2", "peer3"])
+    #expect(net.nodes[a]!.pendingInvitations.count == 3)
+    net.act(a) { m, x, now in m.accept(peer: Fixture.peer(2).id, now: now, into: &x) }
+    net.act(a) { m, x, now in m.decline(peer: Fixture.peer(1).id, now: now, into: &x) }
+    net.run()
+    #expect(net.nodes[a]!.pendingInvitations.map(\.peer.name.value) == ["peer3"])
+    #expect(net.take(Fixture.peer(1).id).contains(.declined(Fixture.alice, .declined)))
+    #expect(net.take(Fixture.peer(2).id).contains(.connected(Fixture.alice)))
+  }
+
+  @Test func tooManyPendingInvitationsAreDeclinedBusy() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice) { $0.maximumPendingInvitations = 2 }
+    for index in 1...3 { net.add(Fixture.peer(index)) }
+    net.discoverAll()
+    for index in 1...3 {
+      net.act(Fixture.peer(index).id) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
+    }
+    net.run()
+    #expect(net.nodes[a]!.pendingInvitations.count == 2)
+    #expect(net.take(Fixture.peer(3).id).contains(.declined(Fixture.alice, .busy)))
+  }
+
+  @Test func acceptPolicies() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: .none) { $0.allowList = [Fixture.carolID] }
+    net.add(Fixture.bob)
+    net.add(Fixture.carol)
+    net.discoverAll()
+    net.act(b) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
+    net.act(c) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
+    net.run()
+    #expect(net.take(b).contains(.declined(Fixture.alice, .notAllowed)))
+    #expect(net.take(c).contains(.connected(Fixture.alice)))
+    #expect(net.connectedNames(a) == ["carol"])
+  }
+
+  @Test func reInvitationFromAConnectedPeerReplacesTheOldSession() {
+    var net = pair(policy: .ask)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    net.act(b) { m, x, now in m.accept(peer: Fixture.aliceID, now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    _ = net.take(b)
+    // Alice restarts (same id, fresh state) and invites bob again; bob's old link is silent.
+    let old = net.nodes[a]!.sessionConnection(b)!
+    net.silenced.insert(SimulatedNetwork.Link(node: b, connection: net.nodes[b]!.sessionConnection(a)!))
+    net.closed.insert(SimulatedNetwork.Link(node: a, connection: old))
+    net.add(Fixture.alice)
+    net.discoverAll()
+    _ = net.take(a)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    let events = net.take(b).map(\.kind)
+    #expect(events == ["updated", "disconnected", "connected"], "\(events)")
+    #expect(net.take(a).map(\.kind) == ["connecting", "connected"])
+  }
+
+  @Test func aSilentPeerIsDisconnectedWithinFiveSeconds() {
+    var net = pair(policy: .all)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    net.advance(by: .seconds(10))  // heartbeats keep it alive
+    #expect(net.take(a).isEmpty)
+    #expect(net.connectedNames(a) == ["bob"])
+    // Pull the cable: nothing from bob arrives any more.
+    net.silenced.insert(SimulatedNetwork.Link(node: b, connection: net.nodes[b]!.sessionConnection(a)!))
+    let cut = net.now
+    var reportedAt: Duration?
+    while net.now < cut + .seconds(6), reportedAt == nil {
+      net.advance(by: .milliseconds(100))
+      if net.take(a).contains(where: { $0.kind == "disconnected" }) { reportedAt = net.now }
+    }
+    let delay = try! #require(reportedAt) - cut
+    #expect(delay <= .seconds(5))
+    #expect(delay >= .seconds(3))
+  }
+
+  @Test func gracefulLeaveIsReportedAtOnceWithItsReason() {
+    var net = pair(policy: .all)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    _ = net.take(b)
+    net.act(a) { m, x, now in m.leave(Fixture.bobID, now: now, into: &x) }
+    #expect(net.take(a) == [.disconnected(Fixture.bob, .local(.leaving))])
+    net.run()
+    #expect(net.take(b) == [.disconnected(Fixture.alice, .goodbye(.leaving))])
+    #expect(net.openLinks(a) == 0)
+    #expect(net.openLinks(b) == 0)
+  }
+
+  @Test func undeliverableMessagesAreReportedByID() {
+    var net = pair(policy: .all)
+    var id: UInt64 = 0
+    net.act(a) { m, x, now in id = m.send([1], to: .peers([Fixture.bobID]), timestamp: 0, now: now, into: &x) }
+    guard case .error(.undelivered(let failed, _, let peerID, .notConnected))? = net.take(a).first else {
+      Issue.record("no undelivered error")
+      return
+    }
+    #expect(failed == id)
+    #expect(peerID == Fixture.bobID)
+
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    // Bob's acknowledgements never arrive: the messages are unconfirmed when the link dies.
+    net.silenced.insert(SimulatedNetwork.Link(node: b, connection: net.nodes[b]!.sessionConnection(a)!))
+    var ids: [UInt64] = []
+    for _ in 0..<3 { net.act(a) { m, x, now in ids.append(m.send([2], to: .all, timestamp: 0, now: now, into: &x)) } }
+    net.run()
+    net.advance(by: .seconds(5))
+    let failures = net.take(a).compactMap { event -> UInt64? in
+      if case .error(.undelivered(let messageID, _, _, .connectionClosed)) = event { return messageID }
+      return nil
+    }
+    #expect(failures == ids)
+  }
+
+  @Test func sixtyFourPeersInOneSession() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: .all)
+    for index in 1...63 { net.add(Fixture.peer(index), policy: .all) }
+    net.discoverAll()
+    for index in 1...63 { net.act(a) { m, x, now in m.invite(Fixture.peer(index).id, context: [], now: now, into: &x) } }
+    net.run()
+    #expect(net.nodes[a]!.connectedPeers.count == 63)
+    _ = net.take(a)
+    net.act(a) { m, x, now in m.send(Array("all".utf8), to: .all, timestamp: 0, now: now, into: &x) }
+    net.run()
+    #expect(net.take(a).filter { $0.kind == "delivered" }.count == 63)
+    for index in 1...63 {
+      #expect(net.take(Fixture.peer(index).id).filter { $0.kind == "message" }.count == 1)
+    }
+  }
+
+  @Test func tooManyHandshakingConnectionsAreRefusedBusy() {
+    var session = SessionStateMachine(configuration: {
+      var configuration = SessionStateMachine.Configuration(local: Fixture.alice)
+      configuration.maximumPendingConnections = 3
+      return configuration
+    }())
+    var actions: [SessionAction] = []
+    for _ in 0..<4 {
+      session.connectionAccepted(session.reserveConnectionID(), now: .zero, into: &actions)
+    }
+    let errors = actions.compactMap { action -> ErrorCode? in
+      if case .send(_, .error(let code, _)) = action { return code }
+      return nil
+    }
+    #expect(errors == [.busy])
+  }
+
+  @Test func shutdownSaysGoodbyeEverywhereAndDeclinesPending() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice)
+    net.add(Fixture.bob, policy: .all)
+    net.add(Fixture.carol)
+    net.discoverAll()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.act(c) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(b)
+    _ = net.take(c)
+    net.act(a) { m, x, now in m.shutdown(now: now, into: &x) }
+    net.run()
+    #expect(net.take(b) == [.disconnected(Fixture.alice, .goodbye(.shuttingDown))])
+    #expect(net.take(c) == [.declined(Fixture.alice, .shuttingDown)])
+    #expect(net.openLinks(a) == 0)
+  }
+}

@@ -1,0 +1,197 @@
+import NearbyCore
+
+/// Several session state machines wired together through the real codec, with a virtual
+/// clock and an explicit, deterministic delivery order. Endpoints are `Endpoint(host:
+/// "<peer id hex>", port: 1)`; the network delivers queued items first in, first out.
+struct SimulatedNetwork {
+  enum Delivery {
+    case accepted(PeerID, ConnectionID, remote: PeerID, remoteConnection: ConnectionID)
+    case established(PeerID, ConnectionID)
+    case bytes(PeerID, ConnectionID, [UInt8])
+    case eof(PeerID, ConnectionID)
+    case connectFailed(PeerID, ConnectionID)
+  }
+
+  struct Link: Hashable {
+    let node: PeerID
+    let connection: ConnectionID
+  }
+
+  var nodes: [PeerID: SessionStateMachine] = [:]
+  var events: [PeerID: [SessionEvent]] = [:]
+  var queue: [Delivery] = []
+  var links: [Link: Link] = [:]
+  /// Links whose socket we closed: bytes to them are dropped.
+  var closed: Set<Link> = []
+  /// Bytes sent on these links vanish (a pulled cable).
+  var silenced: Set<Link> = []
+  var unreachable: Set<PeerID> = []
+  var decoders: [Link: FrameDecoder] = [:]
+  var now: Duration = .zero
+  var framesSent: [Link: [Frame]] = [:]
+
+  mutating func add(_ peer: Peer, policy: AcceptPolicy = .ask, configure: (inout SessionStateMachine.Configuration) -> Void = { _ in }) {
+    var configuration = SessionStateMachine.Configuration(local: peer)
+    configuration.acceptPolicy = policy
+    configure(&configuration)
+    nodes[peer.id] = SessionStateMachine(configuration: configuration, messageIDSeed: 100, invitationIDSeed: 1)
+    events[peer.id] = []
+    // A node added again is a restarted process: its old sockets are gone.
+    for (link, remote) in links where link.node == peer.id || remote.node == peer.id {
+      links[link] = nil
+      closed.remove(link)
+      silenced.remove(link)
+      decoders[link] = nil
+    }
+  }
+
+  /// Makes every node discover every other one.
+  mutating func discoverAll() {
+    let all = nodes.keys.sorted()
+    for node in all {
+      for other in all where other != node {
+        let peer = nodes[other]!.localPeer
+        let found = DiscoveredPeer(
+          advertisement: PeerAdvertisement(peer: peer), hostName: "\(peer.name).local.", endpoints: [Endpoint(host: other.hex, port: 1)])
+        act(node) { machine, actions, now in machine.discovered(found, into: &actions) }
+      }
+    }
+  }
+
+  /// Runs an input on one node and performs the resulting actions.
+  mutating func act(_ node: PeerID, _ body: (inout SessionStateMachine, inout [SessionAction], Duration) -> Void) {
+    var actions: [SessionAction] = []
+    let time = now
+    body(&nodes[node]!, &actions, time)
+    perform(actions, at: node)
+  }
+
+  mutating func perform(_ actions: [SessionAction], at node: PeerID) {
+    for action in actions {
+      switch action {
+      case .connect(let connection, let endpoints):
+        guard let target = PeerID(hex: endpoints[0].host), nodes[target] != nil, !unreachable.contains(target) else {
+          queue.append(.connectFailed(node, connection))
+          continue
+        }
+        let remote = nodes[target]!.reserveConnectionID()
+        links[Link(node: node, connection: connection)] = Link(node: target, connection: remote)
+        links[Link(node: target, connection: remote)] = Link(node: node, connection: connection)
+        queue.append(.accepted(target, remote, remote: node, remoteConnection: connection))
+        queue.append(.established(node, connection))
+      case .send(let connection, let frame):
+        framesSent[Link(node: node, connection: connection), default: []].append(frame)
+        send(FrameEncoder.encode(frame), from: Link(node: node, connection: connection))
+      case .sendMessage(let message, let connections):
+        var bytes: [UInt8] = []
+        FrameEncoder.encodeMessage(message, into: &bytes)
+        for connection in connections {
+          framesSent[Link(node: node, connection: connection), default: []].append(.message(message))
+          send(bytes, from: Link(node: node, connection: connection))
+        }
+      case .close(let connection, _):
+        let link = Link(node: node, connection: connection)
+        guard !closed.contains(link) else { continue }
+        closed.insert(link)
+        if let remote = links[link] { queue.append(.eof(remote.node, remote.connection)) }
+      case .emit(let event):
+        events[node, default: []].append(event)
+      }
+    }
+  }
+
+  private mutating func send(_ bytes: [UInt8], from link: Link) {
+    guard !closed.contains(link), !silenced.contains(link), let remote = links[link] else { return }
+    queue.append(.bytes(remote.node, remote.connection, bytes))
+  }
+
+  /// Delivers queued items until nothing is left (bounded, so a livelock fails the test).
+  mutating func run(limit: Int = 100_000) {
+    var steps = 0
+    while !queue.isEmpty && steps < limit {
+      step()
+      steps += 1
+    }
+    precondition(steps < limit, "the simulated network did not settle")
+  }
+
+  mutating func step() {
+    let delivery = queue.removeFirst()
+    switch delivery {
+    case .accepted(let node, let connection, _, _):
+      act(node) { machine, actions, now in machine.connectionAccepted(connection, now: now, into: &actions) }
+    case .established(let node, let connection):
+      act(node) { machine, actions, now in machine.connectionEstablished(connection, now: now, into: &actions) }
+    case .connectFailed(let node, let connection):
+      act(node) { machine, actions, now in machine.connectFailed(connection, detail: "Connection refused", now: now, into: &actions) }
+    case .bytes(let node, let connection, let bytes):
+      let link = Link(node: node, connection: connection)
+      guard !closed.contains(link) else { return }
+      let decoder = decoders[link] ?? FrameDecoder()
+      decoders[link] = decoder
+      decoder.append(bytes)
+      var frames: [Frame] = []
+      var failure: FrameDecodingError?
+      do {
+        while let frame = try decoder.next() { frames.append(frame) }
+      } catch {
+        failure = error
+      }
+      act(node) { machine, actions, time in
+        machine.received(frames, on: connection, now: time, into: &actions)
+        if let failure { machine.receiveFailed(failure, on: connection, now: time, into: &actions) }
+      }
+    case .eof(let node, let connection):
+      let link = Link(node: node, connection: connection)
+      guard !closed.contains(link) else { return }
+      closed.insert(link)
+      if let remote = links[link], !closed.contains(remote) { queue.append(.eof(remote.node, remote.connection)) }
+      act(node) { machine, actions, now in machine.connectionClosed(connection, detail: "end of stream", now: now, into: &actions) }
+    }
+  }
+
+  /// Advances the clock in steps, running timers and deliveries.
+  mutating func advance(by duration: Duration, step: Duration = .milliseconds(100)) {
+    let end = now + duration
+    while now < end {
+      now = min(now + step, end)
+      for node in nodes.keys.sorted() {
+        act(node) { machine, actions, now in machine.tick(now: now, into: &actions) }
+      }
+      run()
+    }
+  }
+
+  /// Removes and returns the events a node reported so far.
+  mutating func take(_ node: PeerID) -> [SessionEvent] {
+    defer { events[node] = [] }
+    return events[node] ?? []
+  }
+
+  func connectedNames(_ node: PeerID) -> [String] { nodes[node]!.connectedPeers.map(\.name.value) }
+
+  /// How many open (not closed) links a node has.
+  func openLinks(_ node: PeerID) -> Int {
+    links.keys.filter { $0.node == node && !closed.contains($0) }.count
+  }
+}
+
+extension SessionEvent {
+  /// A short name for assertions.
+  var kind: String {
+    switch self {
+    case .found: "found"
+    case .updated: "updated"
+    case .lost: "lost"
+    case .invitation: "invitation"
+    case .invitationWithdrawn: "invitationWithdrawn"
+    case .connecting: "connecting"
+    case .connected: "connected"
+    case .declined: "declined"
+    case .disconnected: "disconnected"
+    case .message: "message"
+    case .delivered: "delivered"
+    case .error: "error"
+    }
+  }
+}
