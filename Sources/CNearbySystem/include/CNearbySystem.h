@@ -1,6 +1,62 @@
 #ifndef NEARBY_CNEARBYSYSTEM_H
 #define NEARBY_CNEARBYSYSTEM_H
-// Linux system calls and macros that Glibc's Swift overlay does not export.
+// Linux system calls that Glibc's Swift overlay does not export (epoll, eventfd) and thin
+// wrappers for variadic or packed-struct APIs that Swift cannot call directly.
 #include <stdint.h>
-int nearby_placeholder(void);
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// epoll's struct is packed on x86_64; these wrappers use an unpacked one.
+typedef struct {
+  uint32_t events;
+  uint64_t data;
+} nearby_epoll_event;
+
+extern const uint32_t NEARBY_EPOLLIN;
+extern const uint32_t NEARBY_EPOLLOUT;
+extern const uint32_t NEARBY_EPOLLERR;
+extern const uint32_t NEARBY_EPOLLHUP;
+extern const uint32_t NEARBY_EPOLLRDHUP;
+extern const int NEARBY_EPOLL_CTL_ADD;
+extern const int NEARBY_EPOLL_CTL_MOD;
+extern const int NEARBY_EPOLL_CTL_DEL;
+
+/// epoll_create1(EPOLL_CLOEXEC)
+int nearby_epoll_create(void);
+int nearby_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+int nearby_epoll_wait(int epfd, nearby_epoll_event *events, int max_events, int timeout_ms);
+
+/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)
+int nearby_eventfd(void);
+/// Adds 1 to the counter (wakes the loop). Returns 0 or -1 with errno.
+int nearby_eventfd_signal(int fd);
+/// Resets the counter. Returns 0 or -1 with errno.
+int nearby_eventfd_drain(int fd);
+
+/// ioctl(fd, TIOCGWINSZ): the terminal size. Returns 0 or -1 with errno.
+int nearby_terminal_size(int fd, uint16_t *rows, uint16_t *columns);
+
+/// fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+int nearby_set_nonblocking(int fd);
+/// fcntl(fd, F_SETFD, FD_CLOEXEC)
+int nearby_set_cloexec(int fd);
+
+/// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC.
+int nearby_accept(int fd, void *address, uint32_t *length);
+
+/// Names the calling thread (at most 15 bytes are kept).
+int nearby_set_thread_name(const char *name);
+
+/// The number of open file descriptors of this process (counts /proc/self/fd).
+int nearby_open_fd_count(void);
+
+/// The resident set size of this process in bytes (from /proc/self/statm), or -1.
+long long nearby_resident_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

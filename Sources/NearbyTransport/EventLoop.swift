@@ -1,0 +1,238 @@
+import CNearbySystem
+import NearbyCore
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Something the event loop notifies when its file descriptor is ready.
+/// Called on the loop's thread only.
+public protocol EventLoopHandler: AnyObject {
+  /// - Parameter events: the epoll event bits (`NEARBY_EPOLLIN`, ...).
+  func handle(events: UInt32)
+}
+
+/// One I/O thread running `epoll_wait`, plus a queue of work other threads hand it and a
+/// few timers. Blocking waits live here, never on Swift's cooperative pool; everything that
+/// touches a registered descriptor happens on this thread.
+public final class EventLoop: @unchecked Sendable {
+  private struct Timer {
+    let id: UInt64
+    let deadline: UInt64
+    let work: () -> Void
+  }
+
+  private struct Shared {
+    var work: [@Sendable () -> Void] = []
+    var stopping = false
+  }
+
+  public let name: String
+  private let epoll: Int32
+  private let wakeFD: Int32
+  private let shared = Mutex(Shared())
+  private let signalled = Atomic<Bool>(false)
+  private var thread = pthread_t()
+  private let threadID = Atomic<UInt64>(0)
+  private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
+  private let hasFinished = Atomic<Bool>(false)
+  private let closedDescriptors = Atomic<Bool>(false)
+
+  // Loop thread only.
+  private var handlers: [Int32: any EventLoopHandler] = [:]
+  private var timers: [Timer] = []
+  private var nextTimerID: UInt64 = 1
+
+  /// Creates the loop and starts its thread.
+  /// - Throws: ``SystemError`` when epoll, eventfd or the thread cannot be created.
+  public init(name: String = "nearby-io") throws(SystemError) {
+    _ = ignoreSIGPIPE
+    self.name = name
+    let epoll = nearby_epoll_create()
+    guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
+    let wake = nearby_eventfd()
+    guard wake >= 0 else {
+      close(epoll)
+      throw SystemError("eventfd", errno: errno)
+    }
+    self.epoll = epoll
+    self.wakeFD = wake
+    guard nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_ADD, wake, NEARBY_EPOLLIN, UInt64(UInt32(bitPattern: wake))) == 0 else {
+      let code = errno
+      close(epoll)
+      close(wake)
+      throw SystemError("epoll_ctl", errno: code)
+    }
+    let box = Unmanaged.passRetained(self)
+    let result = pthread_create(
+      &thread, nil,
+      { context in
+        let loop = Unmanaged<EventLoop>.fromOpaque(context!).takeRetainedValue()
+        loop.run()
+        return nil
+      }, box.toOpaque())
+    guard result == 0 else {
+      box.release()
+      close(epoll)
+      close(wake)
+      throw SystemError("pthread_create", errno: result)
+    }
+  }
+
+  deinit {
+    if !closedDescriptors.load(ordering: .acquiring) {
+      close(epoll)
+      close(wakeFD)
+    }
+  }
+
+  /// Whether the caller runs on the loop's thread.
+  public var inLoop: Bool { UInt64(pthread_self()) == threadID.load(ordering: .acquiring) }
+
+  /// Runs `work` on the loop thread, soon.
+  public func execute(_ work: @escaping @Sendable () -> Void) {
+    let accepted = shared.withLock { state -> Bool in
+      if state.stopping { return false }
+      state.work.append(work)
+      return true
+    }
+    guard accepted else { return }
+    if !signalled.exchange(true, ordering: .acquiringAndReleasing) {
+      _ = nearby_eventfd_signal(wakeFD)
+    }
+  }
+
+  /// Stops the loop after the work already queued, and waits for its thread to end.
+  /// Handlers still registered are dropped (their owners close their descriptors first).
+  public func shutdown() async {
+    let alreadyStopping = shared.withLock { state -> Bool in
+      defer { state.stopping = true }
+      return state.stopping
+    }
+    if !alreadyStopping { _ = nearby_eventfd_signal(wakeFD) }
+    await withCheckedContinuation { continuation in
+      let done = finished.withLock { stored -> Bool in
+        if hasFinished.load(ordering: .acquiring) { return true }
+        stored = continuation
+        return false
+      }
+      if done { continuation.resume() }
+    }
+    // The thread has left run(); joining takes no time.
+    pthread_join(thread, nil)
+    if !closedDescriptors.exchange(true, ordering: .acquiringAndReleasing) {
+      close(epoll)
+      close(wakeFD)
+    }
+  }
+
+  // MARK: Loop thread API
+
+  /// Watches `fd` for `events`. Loop thread only.
+  public func register(_ fd: Int32, events: UInt32, handler: any EventLoopHandler) throws(SystemError) {
+    precondition(inLoop, "register must run on the event loop")
+    guard nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_ADD, fd, events, UInt64(UInt32(bitPattern: fd))) == 0 else {
+      throw SystemError("epoll_ctl(ADD)", errno: errno)
+    }
+    handlers[fd] = handler
+  }
+
+  /// Changes the events watched on `fd`. Loop thread only.
+  public func reregister(_ fd: Int32, events: UInt32) {
+    precondition(inLoop, "reregister must run on the event loop")
+    _ = nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_MOD, fd, events, UInt64(UInt32(bitPattern: fd)))
+  }
+
+  /// Stops watching `fd` (call before closing it). Loop thread only.
+  public func deregister(_ fd: Int32) {
+    precondition(inLoop, "deregister must run on the event loop")
+    guard handlers.removeValue(forKey: fd) != nil else { return }
+    _ = nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_DEL, fd, 0, 0)
+  }
+
+  /// Runs `work` on the loop after `delay`. Loop thread only.
+  /// - Returns: an id for ``cancelTimer(_:)``.
+  @discardableResult
+  public func schedule(after delay: Duration, _ work: @escaping () -> Void) -> UInt64 {
+    precondition(inLoop, "schedule must run on the event loop")
+    let id = nextTimerID
+    nextTimerID += 1
+    let nanoseconds = UInt64(max(0, delay.components.seconds)) * 1_000_000_000 + UInt64(max(0, delay.components.attoseconds / 1_000_000_000))
+    timers.append(Timer(id: id, deadline: Self.monotonicNanoseconds() + nanoseconds, work: work))
+    return id
+  }
+
+  /// Cancels a timer that has not fired. Loop thread only.
+  public func cancelTimer(_ id: UInt64) {
+    timers.removeAll { $0.id == id }
+  }
+
+  static func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+  }
+
+  // MARK: The loop
+
+  private func run() {
+    threadID.store(UInt64(pthread_self()), ordering: .releasing)
+    _ = nearby_set_thread_name(String(name.utf8.prefix(15))!)
+    var events = [nearby_epoll_event](repeating: nearby_epoll_event(), count: 256)
+    while true {
+      var timeout: Int32 = -1
+      if let next = timers.map(\.deadline).min() {
+        let now = Self.monotonicNanoseconds()
+        timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
+      }
+      let count = events.withUnsafeMutableBufferPointer { buffer in
+        nearby_epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), timeout)
+      }
+      if count < 0 && errno != EINTR {
+        preconditionFailure("epoll_wait failed: \(SystemError("epoll_wait", errno: errno))")
+      }
+      for index in 0..<max(0, Int(count)) {
+        let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: events[index].data))
+        if fd == wakeFD {
+          _ = nearby_eventfd_drain(wakeFD)
+          continue
+        }
+        // A handler may have deregistered another fd earlier in this batch.
+        handlers[fd]?.handle(events: events[index].events)
+      }
+      runTimers()
+      if runQueuedWork() { break }
+    }
+    handlers.removeAll()
+    timers.removeAll()
+    let continuation = finished.withLock { stored -> CheckedContinuation<Void, Never>? in
+      hasFinished.store(true, ordering: .releasing)
+      defer { stored = nil }
+      return stored
+    }
+    continuation?.resume()
+  }
+
+  private func runTimers() {
+    guard !timers.isEmpty else { return }
+    let now = Self.monotonicNanoseconds()
+    let due = timers.filter { $0.deadline <= now }
+    guard !due.isEmpty else { return }
+    timers.removeAll { $0.deadline <= now }
+    for timer in due.sorted(by: { $0.deadline < $1.deadline }) { timer.work() }
+  }
+
+  /// Runs queued work. - Returns: whether the loop should stop.
+  private func runQueuedWork() -> Bool {
+    signalled.store(false, ordering: .releasing)
+    while true {
+      let (work, stopping) = shared.withLock { state in
+        defer { state.work.removeAll(keepingCapacity: true) }
+        return (state.work, state.stopping)
+      }
+      for item in work { item() }
+      if work.isEmpty { return stopping }
+    }
+  }
+}

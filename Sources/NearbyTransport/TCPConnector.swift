@@ -1,0 +1,141 @@
+import CNearbySystem
+import NearbyCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Opens an outbound connection, trying each endpoint in turn with a timeout per endpoint,
+/// and reports ``TransportEvent/connected(_:)`` or ``TransportEvent/connectFailed(_:_:)``.
+public final class TCPConnector: EventLoopHandler, @unchecked Sendable {
+  private let id: ConnectionID
+  private let loop: EventLoop
+  private let sink: TransportSink
+  private let timeout: Duration
+  private let maximumQueuedBytes: Int
+  private var remaining: [Endpoint]
+  private var failures: [String] = []
+  private var fd: Int32 = -1
+  private var current: SocketAddress?
+  private var timer: UInt64?
+  private var cancelled = false
+
+  /// Starts connecting on the loop.
+  public static func connect(
+    _ id: ConnectionID, to endpoints: [Endpoint], loop: EventLoop, timeout: Duration = .seconds(5), maximumQueuedBytes: Int = 4 << 20,
+    sink: @escaping TransportSink
+  ) -> TCPConnector {
+    let connector = TCPConnector(id: id, endpoints: endpoints, loop: loop, timeout: timeout, maximumQueuedBytes: maximumQueuedBytes, sink: sink)
+    loop.execute { connector.next() }
+    return connector
+  }
+
+  private init(id: ConnectionID, endpoints: [Endpoint], loop: EventLoop, timeout: Duration, maximumQueuedBytes: Int, sink: @escaping TransportSink) {
+    self.id = id
+    self.remaining = endpoints
+    self.loop = loop
+    self.timeout = timeout
+    self.maximumQueuedBytes = maximumQueuedBytes
+    self.sink = sink
+  }
+
+  /// Gives up quietly (no event is reported).
+  public func cancel() {
+    loop.execute { [self] in
+      cancelled = true
+      abandonCurrent()
+    }
+  }
+
+  private func next() {
+    guard !cancelled else { return }
+    guard !remaining.isEmpty else {
+      let detail = failures.isEmpty ? "no address to connect to" : failures.joined(separator: "; ")
+      sink(.connectFailed(id, detail))
+      return
+    }
+    let endpoint = remaining.removeFirst()
+    guard let address = SocketAddress(endpoint) else {
+      failures.append("\(endpoint): not a numeric address")
+      next()
+      return
+    }
+    current = address
+    fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else {
+      failures.append("\(endpoint): \(SystemError("socket", errno: errno))")
+      next()
+      return
+    }
+    var result: Int32
+    repeat {
+      result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+    } while result < 0 && errno == EINTR
+    if result == 0 {
+      established()
+      return
+    }
+    guard errno == EINPROGRESS else {
+      failures.append("\(endpoint): \(SystemError("connect", errno: errno))")
+      Glibc.close(fd)
+      fd = -1
+      next()
+      return
+    }
+    do {
+      try loop.register(fd, events: NEARBY_EPOLLOUT, handler: self)
+    } catch {
+      failures.append("\(endpoint): \(error)")
+      Glibc.close(fd)
+      fd = -1
+      next()
+      return
+    }
+    timer = loop.schedule(after: timeout) { [self] in
+      timer = nil
+      failures.append("\(endpoint): no answer within \(timeout.formattedSeconds)")
+      abandonCurrent()
+      next()
+    }
+  }
+
+  public func handle(events: UInt32) {
+    guard fd >= 0, let current else { return }
+    var error: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+    loop.deregister(fd)
+    if let timer { loop.cancelTimer(timer) }
+    timer = nil
+    if error == 0 {
+      established()
+    } else {
+      failures.append("\(current.endpoint): \(SystemError("connect", errno: error))")
+      Glibc.close(fd)
+      fd = -1
+      next()
+    }
+  }
+
+  private func established() {
+    let connection = TCPConnection(id: id, fd: fd, remote: current!, loop: loop, sink: sink, maximumQueuedBytes: maximumQueuedBytes)
+    fd = -1
+    do {
+      try connection.activate()
+      sink(.connected(connection))
+    } catch {
+      connection.close(.now)
+      failures.append("\(current!.endpoint): \(error)")
+      next()
+    }
+  }
+
+  private func abandonCurrent() {
+    if let timer { loop.cancelTimer(timer) }
+    timer = nil
+    guard fd >= 0 else { return }
+    loop.deregister(fd)
+    Glibc.close(fd)
+    fd = -1
+  }
+}

@@ -1,0 +1,140 @@
+import CNearbySystem
+import NearbyCore
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A listening TCP socket on an ephemeral (or given) port, accepting on the event loop.
+///
+/// By default it listens on IPv6 `::` with `IPV6_V6ONLY` off, which also accepts IPv4; where
+/// the host has no IPv6 it falls back to IPv4 `0.0.0.0`.
+public final class TCPListener: EventLoopHandler, @unchecked Sendable {
+  public let loop: EventLoop
+  /// The address bound (with the port the kernel chose).
+  public let address: SocketAddress
+  private let fd: Int32
+  private let sink: TransportSink
+  private let nextID: @Sendable () -> ConnectionID
+  private let maximumQueuedBytes: Int
+  private let isOpen = Atomic<Bool>(true)
+
+  /// Binds and starts accepting.
+  /// - Parameters:
+  ///   - host: a numeric address to bind, or `nil` for every interface.
+  ///   - port: 0 for an ephemeral port.
+  ///   - nextID: gives each accepted connection its id.
+  /// - Throws: ``SystemError`` naming the call that failed.
+  public static func bind(
+    host: String? = nil, port: UInt16 = 0, loop: EventLoop, maximumQueuedBytes: Int = 4 << 20,
+    nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink
+  ) async throws -> TCPListener {
+    let candidates: [String] = host.map { [$0] } ?? ["::", "0.0.0.0"]
+    var lastError: any Error = SystemError("bind", errno: EADDRNOTAVAIL)
+    for candidate in candidates {
+      guard let address = SocketAddress(host: candidate, port: port) else {
+        throw SystemError("inet_pton(\(candidate))", errno: EINVAL)
+      }
+      do {
+        let (fd, bound) = try openListeningSocket(address)
+        let listener = TCPListener(fd: fd, address: bound, loop: loop, maximumQueuedBytes: maximumQueuedBytes, nextID: nextID, sink: sink)
+        try await listener.activate()
+        return listener
+      } catch {
+        lastError = error
+      }
+    }
+    throw lastError
+  }
+
+  private static func openListeningSocket(_ address: SocketAddress) throws(SystemError) -> (Int32, SocketAddress) {
+    let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw SystemError("socket", errno: errno) }
+    var one: Int32 = 1
+    var zero: Int32 = 0
+    _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    if address.family == AF_INET6 {
+      _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size))
+    }
+    let bound = address.withSockaddr { Glibc.bind(fd, $0, $1) }
+    guard bound == 0 else {
+      let error = SystemError("bind(\(address))", errno: errno)
+      Glibc.close(fd)
+      throw error
+    }
+    guard listen(fd, 512) == 0 else {
+      let error = SystemError("listen", errno: errno)
+      Glibc.close(fd)
+      throw error
+    }
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    _ = withUnsafeMutablePointer(to: &storage) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return (fd, SocketAddress(storage: storage, length: length))
+  }
+
+  private init(fd: Int32, address: SocketAddress, loop: EventLoop, maximumQueuedBytes: Int, nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink) {
+    self.fd = fd
+    self.address = address
+    self.loop = loop
+    self.maximumQueuedBytes = maximumQueuedBytes
+    self.nextID = nextID
+    self.sink = sink
+  }
+
+  private func activate() async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+      loop.execute { [self] in
+        do {
+          try loop.register(fd, events: NEARBY_EPOLLIN, handler: self)
+          continuation.resume()
+        } catch {
+          Glibc.close(fd)
+          continuation.resume(throwing: error)
+        }
+      }
+    }
+  }
+
+  /// The port peers connect to.
+  public var port: UInt16 { address.port }
+
+  /// Stops accepting and closes the socket.
+  public func close() {
+    guard isOpen.exchange(false, ordering: .acquiringAndReleasing) else { return }
+    loop.execute { [self] in
+      loop.deregister(fd)
+      Glibc.close(fd)
+    }
+  }
+
+  public func handle(events: UInt32) {
+    // Accept a bounded number per wakeup so a flood of connections cannot starve the others.
+    for _ in 0..<64 {
+      var storage = sockaddr_storage()
+      var length = UInt32(MemoryLayout<sockaddr_storage>.size)
+      let client = nearby_accept(fd, &storage, &length)
+      if client < 0 {
+        switch errno {
+        case EAGAIN, EINTR, ECONNABORTED: return
+        case EMFILE, ENFILE:
+          // Out of descriptors: nothing to do until some close; the kernel keeps the backlog.
+          return
+        default: return
+        }
+      }
+      let connection = TCPConnection(
+        id: nextID(), fd: client, remote: SocketAddress(storage: storage, length: socklen_t(length)), loop: loop, sink: sink,
+        maximumQueuedBytes: maximumQueuedBytes)
+      do {
+        try connection.activate()
+        sink(.accepted(connection))
+      } catch {
+        Glibc.close(client)
+      }
+    }
+  }
+}

@@ -1,0 +1,126 @@
+import CNearbySystem
+import NearbyCore
+import NearbyTransport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Collects transport events and hands them out by predicate; events that no caller
+/// matched yet stay buffered, so waiting for one kind never loses another.
+final class EventCollector: Sendable {
+  private let buffer = Mutex<[TransportEvent]>([])
+  let counter = Atomic<UInt64>(1)
+
+  init() {}
+
+  var sink: TransportSink {
+    { [self] event in buffer.withLock { $0.append(event) } }
+  }
+
+  var nextID: @Sendable () -> ConnectionID {
+    { [self] in ConnectionID(self.counter.add(1, ordering: .relaxed).newValue) }
+  }
+
+  /// Waits for the first buffered or future event `match` accepts, failing after `timeout`.
+  func next<T: Sendable>(within timeout: Duration = .seconds(5), _ match: @escaping @Sendable (TransportEvent) -> T?) async throws -> T {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      let found = buffer.withLock { events -> T? in
+        for (index, event) in events.enumerated() {
+          if let value = match(event) {
+            events.remove(at: index)
+            return value
+          }
+        }
+        return nil
+      }
+      if let found { return found }
+      if ContinuousClock.now >= deadline { throw TimeoutError(what: "no matching transport event within \(timeout)") }
+      try await Task.sleep(for: .milliseconds(2))
+    }
+  }
+}
+
+struct TimeoutError: Error, CustomStringConvertible {
+  let what: String
+  var description: String { what }
+}
+
+/// A blocking raw TCP client for poking at the listener with arbitrary bytes (run off the
+/// cooperative pool by doing only short, bounded operations).
+final class RawClient: @unchecked Sendable {
+  let fd: Int32
+
+  init(port: UInt16) throws {
+    fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard result == 0 else { throw TimeoutError(what: "connect failed: errno \(errno)") }
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  func write(_ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+  }
+
+  /// Reads until EOF (or the 5 s receive timeout).
+  func readAll() -> [UInt8] {
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count <= 0 { break }
+      result.append(contentsOf: buffer[0..<count])
+    }
+    return result
+  }
+
+  func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+  deinit { close(fd) }
+}
+
+/// Decodes a whole byte stream into frames (for checking what a peer received).
+func frames(in bytes: [UInt8]) -> [Frame] {
+  let decoder = FrameDecoder()
+  decoder.append(bytes)
+  var result: [Frame] = []
+  while let frame = try? decoder.next() { result.append(frame) }
+  return result
+}
+
+func openFileDescriptors() -> Int { Int(nearby_open_fd_count()) }
+
+/// The number of threads of this process whose name starts with `prefix` (all if empty).
+func threadCount(named prefix: String = "") -> Int {
+  var count = 0
+  if let dir = opendir("/proc/self/task") {
+    while let entry = readdir(dir) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+      if name.hasPrefix(".") { continue }
+      if prefix.isEmpty {
+        count += 1
+        continue
+      }
+      if let file = fopen("/proc/self/task/\(name)/comm", "r") {
+        var buffer = [CChar](repeating: 0, count: 64)
+        if fgets(&buffer, 64, file) != nil {
+          let comm = String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+          if comm.hasPrefix(prefix) { count += 1 }
+        }
+        fclose(file)
+      }
+    }
+    closedir(dir)
+  }
+  return count
+}

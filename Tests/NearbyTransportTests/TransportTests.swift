@@ -1,0 +1,171 @@
+import NearbyCore
+import NearbyTransport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite("TCP transport on loopback (real sockets)")
+struct TransportTests {
+  @Test func framesTravelBothWaysInOrder() async throws {
+    let loop = try EventLoop()
+    let server = EventCollector()
+    let client = EventCollector()
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
+    _ = TCPConnector.connect(ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: client.sink)
+    let outbound = try await client.next { if case .connected(let c) = $0 { c } else { nil } }
+    let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    #expect(outbound.remote.port == listener.port)
+
+    let count = 20_000
+    for index in 0..<count {
+      #expect(outbound.send(.ping(nonce: UInt64(index))) == .queued)
+    }
+    var received: [UInt64] = []
+    var batches = 0
+    while received.count < count {
+      let batch = try await server.next { if case .frames(_, let frames) = $0 { frames } else { nil } }
+      batches += 1
+      for case .ping(let nonce) in batch { received.append(nonce) }
+      inbound.batchConsumed()
+    }
+    #expect(received == (0..<count).map(UInt64.init))
+    // Many frames per read: the writes were coalesced.
+    #expect(batches < count / 10)
+
+    #expect(inbound.send(.pong(nonce: 99)) == .queued)
+    let reply = try await client.next { if case .frames(_, let frames) = $0 { frames } else { nil } }
+    #expect(reply == [.pong(nonce: 99)])
+    outbound.close(.now)
+    inbound.close(.now)
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func connectTriesEachEndpointAndReportsEveryFailure() async throws {
+    let loop = try EventLoop()
+    let collector = EventCollector()
+    // A port nobody listens on: bind one and close it.
+    let probe = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: collector.nextID, sink: collector.sink)
+    let deadPort = probe.port
+    probe.close()
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: collector.nextID, sink: collector.sink)
+    _ = TCPConnector.connect(
+      ConnectionID(1 << 40), to: [Endpoint(host: "not-an-address", port: 1), Endpoint(host: "127.0.0.1", port: deadPort), Endpoint(host: "127.0.0.1", port: listener.port)],
+      loop: loop, sink: collector.sink)
+    let connection = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
+    #expect(connection.remote.port == listener.port)
+    connection.close(.now)
+
+    _ = TCPConnector.connect(ConnectionID(2 << 40), to: [Endpoint(host: "127.0.0.1", port: deadPort)], loop: loop, sink: collector.sink)
+    let failure = try await collector.next { if case .connectFailed(_, let detail) = $0 { detail } else { nil } }
+    #expect(failure.contains("Connection refused"))
+    #expect(failure.contains("127.0.0.1:\(deadPort)"))
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func aPeerThatDoesNotReadFillsTheBoundedQueue() async throws {
+    let loop = try EventLoop()
+    let server = EventCollector()
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, maximumQueuedBytes: 256 * 1024, nextID: server.nextID, sink: server.sink)
+    let raw = try RawClient(port: listener.port)  // never reads
+    let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    let body = [UInt8](repeating: 0x42, count: 60_000)
+    var results: [TCPConnection.QueueResult] = []
+    for index in 0..<400 {
+      results.append(inbound.send(message: Frame.Message(id: UInt64(index), sender: PeerID.random(), timestamp: 0, recipients: [], body: body)))
+      if results.last == .full { break }
+      try await Task.sleep(for: .milliseconds(1))
+    }
+    // The socket buffers fill, then the queue, then the sender is told.
+    #expect(results.last == .full)
+    #expect(inbound.queuedBytes <= 256 * 1024 + 60_100)
+    inbound.close(.now)
+    #expect(inbound.send(.ping(nonce: 1)) == .closed)
+    _ = raw
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func garbageIsReportedAsADecodingError() async throws {
+    let loop = try EventLoop()
+    let server = EventCollector()
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
+    let raw = try RawClient(port: listener.port)
+    raw.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+    _ = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    let error = try await server.next { if case .decodingFailed(_, let e) = $0 { e } else { nil } }
+    #expect(error.name == "frameTooLarge")
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func endOfStreamInsideAFrameIsReportedTruncated() async throws {
+    let loop = try EventLoop()
+    let server = EventCollector()
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
+    let raw = try RawClient(port: listener.port)
+    let ping = FrameEncoder.encode(.ping(nonce: 7))
+    raw.write(ping + ping.prefix(6))
+    raw.shutdownWrite()
+    let detail = try await server.next { if case .closed(_, let detail) = $0 { detail } else { nil } }
+    #expect(detail.contains("middle of a frame"))
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func shutdownAndLingerDeliversEverythingThenEOF() async throws {
+    let loop = try EventLoop()
+    let server = EventCollector()
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
+    let raw = try RawClient(port: listener.port)
+    let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    for index in 0..<1000 { _ = inbound.send(.ping(nonce: UInt64(index))) }
+    _ = inbound.send(.goodbye(.shuttingDown))
+    inbound.close(.shutdownAndLinger)
+    #expect(inbound.send(.ping(nonce: 1)) == .closed)
+    let received = await Task.detached { frames(in: raw.readAll()) }.value
+    #expect(received.count == 1001)
+    #expect(received.last == .goodbye(.shuttingDown))
+    raw.shutdownWrite()
+    let detail = try await server.next { if case .closed(_, let detail) = $0 { detail } else { nil } }
+    #expect(detail.contains("closed"))
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func shuttingDownLeavesNoThreadOrDescriptorBehind() async {
+    // In a child process, so that no other test's sockets or threads blur the count.
+    let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      // Let the concurrency runtime open its own descriptors (timers) first.
+      try await Task.sleep(for: .milliseconds(5))
+      let fdsBefore = openFileDescriptors()
+      let threadsBefore = threadCount(named: "nearby-io")
+      let loop = try EventLoop()
+      let collector = EventCollector()
+      let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: collector.nextID, sink: collector.sink)
+      _ = TCPConnector.connect(ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: collector.sink)
+      let outbound = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
+      let inbound = try await collector.next { if case .accepted(let c) = $0 { c } else { nil } }
+      guard threadCount(named: "nearby-io") == threadsBefore + 1, openFileDescriptors() >= fdsBefore + 5 else { exit(2) }
+      outbound.close(.now)
+      inbound.close(.now)
+      listener.close()
+      await loop.shutdown()
+      let fdsAfter = openFileDescriptors()
+      let threadsAfter = threadCount(named: "nearby-io")
+      if fdsAfter != fdsBefore || threadsAfter != threadsBefore {
+        let note = "descriptors \(fdsBefore) -> \(fdsAfter), I/O threads \(threadsBefore) -> \(threadsAfter)\n"
+        _ = note.withCString { write(2, $0, strlen($0)) }
+        exit(Int32(10 + 10 * (threadsAfter - threadsBefore) + (fdsAfter - fdsBefore)))
+      }
+      exit(0)
+    }
+    if let result, result.exitStatus != .exitCode(0) {
+      Issue.record("child: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
+    }
+  }
+}
