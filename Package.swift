@@ -55,6 +55,13 @@ let package = Package(
       swiftSettings: strict
     ),
 
+    // Helpers shared by the test targets (never part of a product).
+    .target(
+      name: "NearbyTestSupport",
+      dependencies: ["NearbyCore", "NearbyTransport"],
+      path: "Tests/NearbyTestSupport",
+      swiftSettings: strict
+    ),
     .testTarget(
       name: "NearbyCoreTests",
       dependencies: ["NearbyCore"],
@@ -67,12 +74,12 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyDiscoveryTests",
-      dependencies: ["NearbyDiscovery", "NearbyCore", "NearbyTransport"],
+      dependencies: ["NearbyDiscovery", "NearbyCore", "NearbyTransport", "NearbyTestSupport"],
       swiftSettings: strict
     ),
     .testTarget(
       name: "NearbyTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport"],
       swiftSettings: strict
     ),
     .testTarget(
@@ -87,7 +94,7 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["NearbyCore"],
+      dependencies: ["NearbyCore", "NearbyTransport", "NearbyTestSupport"],
       swiftSettings: strict
     ),
   ]

@@ -1,0 +1,277 @@
+import CDNSSD
+import NearbyCore
+import NearbyTransport
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What a browser reports.
+public enum BrowserEvent: Sendable, Hashable {
+  case found(DiscoveredPeer)
+  case updated(DiscoveredPeer)
+  case lost(Peer)
+  /// An instance of the service type that is not a Nearby peer (another program's service).
+  case notANearbyPeer(instance: String, reason: String)
+  /// Browsing failed (typically: the daemon is not running); the browser retries by itself.
+  case failed(DNSServiceError)
+}
+
+/// Browses a service type and turns instances into peers.
+///
+/// For each instance it resolves host, port and TXT with `DNSServiceResolve`, then queries
+/// the host's A and AAAA records with `DNSServiceQueryRecord` (Avahi's compatibility layer
+/// has no `DNSServiceGetAddrInfo`, and `getaddrinfo` would block). ``PeerDirectory`` merges
+/// the instances of one peer id. Everything runs on the event loop thread.
+public final class Browser: @unchecked Sendable {
+  public let serviceType: ServiceType
+  public let loop: EventLoop
+  public let events: AsyncStream<BrowserEvent>
+  /// How long to wait before browsing again after a failure.
+  public var retryInterval: Duration = .seconds(2)
+  private let continuation: AsyncStream<BrowserEvent>.Continuation
+
+  // Loop thread only.
+  private var directory: PeerDirectory
+  private var browse: DNSServiceOperation?
+  private var instances: [PeerDirectory.InstanceKey: InstanceResolver] = [:]
+  private var running = false
+  private var retryTimer: UInt64?
+  private var reportedFailure: Int32?
+
+  /// - Parameters:
+  ///   - localPeer: our own id, whose advertisement is not reported unless `includeOwnPeer`.
+  public init(serviceType: ServiceType, localPeer: PeerID? = nil, includeOwnPeer: Bool = false, loop: EventLoop) {
+    self.serviceType = serviceType
+    self.loop = loop
+    self.directory = PeerDirectory(localPeer: localPeer, includeOwnPeer: includeOwnPeer)
+    (events, continuation) = AsyncStream.makeStream(of: BrowserEvent.self)
+  }
+
+  /// Starts browsing (idempotent).
+  public func start() {
+    loop.execute { [self] in
+      guard !running else { return }
+      running = true
+      startBrowsing()
+    }
+  }
+
+  /// Stops browsing, ends the event stream and releases every DNS-SD ref.
+  public func finish() {
+    loop.execute { [self] in
+      running = false
+      tearDown(reportLost: false)
+      continuation.finish()
+    }
+  }
+
+  private func startBrowsing() {
+    _ = silenceAvahiCompatibilityWarning
+    guard running, browse == nil else { return }
+    var ref: DNSServiceRef?
+    let context = Unmanaged.passRetained(self as AnyObject)
+    let result = DNSServiceBrowse(
+      &ref, 0, 0, serviceType.type, nil,
+      { _, flags, interface, error, name, _, domain, context in
+        let browser = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! Browser
+        browser.browseCallback(
+          flags: flags, interface: interface, error: error, name: name.map { String(cString: $0) } ?? "",
+          domain: domain.map { String(cString: $0) } ?? "local.")
+      }, context.toOpaque())
+    guard result == Int32(kDNSServiceErr_NoError), let ref else {
+      context.release()
+      failed(DNSServiceError(code: result, operation: "DNSServiceBrowse"))
+      return
+    }
+    do {
+      browse = try DNSServiceOperation(ref: ref, context: context, loop: loop) { [unowned self] error in failed(error) }
+    } catch {
+      failed(DNSServiceError(code: Int32(kDNSServiceErr_Unknown), operation: "DNSServiceRefSockFD"))
+    }
+  }
+
+  private func browseCallback(flags: DNSServiceFlags, interface: UInt32, error: DNSServiceErrorType, name: String, domain: String) {
+    guard error == Int32(kDNSServiceErr_NoError) else {
+      failed(DNSServiceError(code: error, operation: "DNSServiceBrowse"))
+      return
+    }
+    reportedFailure = nil
+    let key = PeerDirectory.InstanceKey(name: name, interfaceIndex: interface, domain: domain)
+    if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
+      guard instances[key] == nil else { return }
+      let resolver = InstanceResolver(key: key, serviceType: serviceType, loop: loop, browser: self)
+      instances[key] = resolver
+      resolver.start()
+    } else {
+      instances.removeValue(forKey: key)?.cancel()
+      publish(directory.removed(key))
+    }
+  }
+
+  /// An instance's resolution changed. Loop thread.
+  fileprivate func resolved(_ key: PeerDirectory.InstanceKey, _ outcome: Result<PeerDirectory.Resolution, AdvertisementError>) {
+    guard instances[key] != nil else { return }
+    switch outcome {
+    case .success(let resolution): publish(directory.resolved(key, resolution))
+    case .failure(let error): publish(directory.invalid(key, reason: error.description))
+    }
+  }
+
+  private func publish(_ changes: [PeerDirectory.Change]) {
+    for change in changes {
+      switch change {
+      case .found(let peer): continuation.yield(.found(peer))
+      case .updated(let peer): continuation.yield(.updated(peer))
+      case .lost(let peer): continuation.yield(.lost(peer))
+      case .notANearbyPeer(let instance, let reason): continuation.yield(.notANearbyPeer(instance: instance, reason: reason))
+      }
+    }
+  }
+
+  private func tearDown(reportLost: Bool) {
+    if let retryTimer { loop.cancelTimer(retryTimer) }
+    retryTimer = nil
+    browse?.cancel()
+    browse = nil
+    for (key, resolver) in instances {
+      resolver.cancel()
+      let changes = directory.removed(key)
+      if reportLost { publish(changes) }
+    }
+    instances.removeAll()
+  }
+
+  /// Reports a failure once and browses again later. While the daemon is away nobody can be
+  /// seen, so every peer is reported lost; they are found again when it is back.
+  fileprivate func failed(_ error: DNSServiceError) {
+    tearDown(reportLost: true)
+    if reportedFailure != error.code {
+      reportedFailure = error.code
+      continuation.yield(.failed(error))
+    }
+    guard running else { return }
+    retryTimer = loop.schedule(after: retryInterval) { [self] in
+      retryTimer = nil
+      startBrowsing()
+    }
+  }
+}
+
+/// Resolves one instance and keeps its addresses current. Loop thread only.
+private final class InstanceResolver {
+  let key: PeerDirectory.InstanceKey
+  let serviceType: ServiceType
+  let loop: EventLoop
+  unowned let browser: Browser
+  private var resolve: DNSServiceOperation?
+  private var queries: [DNSServiceOperation] = []
+  private var hostName: String?
+  private var port: UInt16 = 0
+  private var advertisement: Result<PeerAdvertisement, AdvertisementError>?
+  private var addresses: [String] = []
+
+  init(key: PeerDirectory.InstanceKey, serviceType: ServiceType, loop: EventLoop, browser: Browser) {
+    self.key = key
+    self.serviceType = serviceType
+    self.loop = loop
+    self.browser = browser
+  }
+
+  func start() {
+    var ref: DNSServiceRef?
+    let context = Unmanaged.passRetained(self as AnyObject)
+    let result = DNSServiceResolve(
+      &ref, 0, key.interfaceIndex, key.name, serviceType.type, key.domain,
+      { _, _, _, error, _, host, port, length, txt, context in
+        let resolver = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! InstanceResolver
+        let record = txt.map { Array(UnsafeBufferPointer(start: $0, count: Int(length))) } ?? []
+        resolver.resolveCallback(error: error, host: host.map { String(cString: $0) }, port: UInt16(bigEndian: port), txt: record)
+      }, context.toOpaque())
+    guard result == Int32(kDNSServiceErr_NoError), let ref else {
+      context.release()
+      browser.failed(DNSServiceError(code: result, operation: "DNSServiceResolve"))
+      return
+    }
+    do {
+      resolve = try DNSServiceOperation(ref: ref, context: context, loop: loop) { [unowned self] error in
+        browser.failed(error)
+      }
+    } catch {
+      browser.failed(DNSServiceError(code: Int32(kDNSServiceErr_Unknown), operation: "DNSServiceRefSockFD"))
+    }
+  }
+
+  func cancel() {
+    resolve?.cancel()
+    resolve = nil
+    for query in queries { query.cancel() }
+    queries = []
+  }
+
+  private func resolveCallback(error: DNSServiceErrorType, host: String?, port: UInt16, txt: [UInt8]) {
+    guard error == Int32(kDNSServiceErr_NoError), let host else {
+      browser.resolved(key, .failure(.malformedRecord))
+      return
+    }
+    advertisement = PeerAdvertisement.parse(txt: txt)
+    self.port = port
+    if host != hostName {
+      hostName = host
+      addresses = []
+      for query in queries { query.cancel() }
+      queries = []
+      for type in [kDNSServiceType_A, kDNSServiceType_AAAA] { query(host, type: UInt16(type)) }
+    }
+    report()
+  }
+
+  private func query(_ host: String, type: UInt16) {
+    var ref: DNSServiceRef?
+    let context = Unmanaged.passRetained(self as AnyObject)
+    let result = DNSServiceQueryRecord(
+      &ref, 0, key.interfaceIndex, host, type, UInt16(kDNSServiceClass_IN),
+      { _, flags, _, error, _, type, _, length, data, _, context in
+        let resolver = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! InstanceResolver
+        guard error == Int32(kDNSServiceErr_NoError), let data else { return }
+        let bytes = UnsafeRawBufferPointer(start: data, count: Int(length))
+        resolver.addressCallback(added: flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0, type: type, rdata: bytes)
+      }, context.toOpaque())
+    guard result == Int32(kDNSServiceErr_NoError), let ref else {
+      context.release()
+      return
+    }
+    if let operation = try? DNSServiceOperation(ref: ref, context: context, loop: loop, onFailure: { [unowned self] error in browser.failed(error) }) {
+      queries.append(operation)
+    }
+  }
+
+  private func addressCallback(added: Bool, type: UInt16, rdata: UnsafeRawBufferPointer) {
+    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    let family: Int32
+    switch (type, rdata.count) {
+    case (UInt16(kDNSServiceType_A), 4): family = AF_INET
+    case (UInt16(kDNSServiceType_AAAA), 16): family = AF_INET6
+    default: return
+    }
+    guard inet_ntop(family, rdata.baseAddress, &text, socklen_t(text.count)) != nil else { return }
+    let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    if added {
+      guard !addresses.contains(address) else { return }
+      addresses.append(address)
+    } else {
+      addresses.removeAll { $0 == address }
+    }
+    report()
+  }
+
+  private func report() {
+    guard let advertisement, let hostName else { return }
+    switch advertisement {
+    case .success(let parsed):
+      browser.resolved(key, .success(PeerDirectory.Resolution(advertisement: parsed, hostName: hostName, port: port, addresses: addresses)))
+    case .failure(let error):
+      browser.resolved(key, .failure(error))
+    }
+  }
+}

@@ -1,0 +1,150 @@
+import Foundation
+#if canImport(Glibc)
+  import Glibc
+#endif
+import NearbyCore
+import NearbyDiscovery
+import NearbyTransport
+import NearbyTestSupport
+import Testing
+
+@Suite("Discovery against real Avahi (private loopback host)", .enabled(if: LAN.avahiAvailable, "needs scripts/lan loopback"))
+struct DiscoveryTests {
+  let alice = Peer(id: PeerID.random(), name: try! DisplayName("alice"))
+  let bob = Peer(id: PeerID.random(), name: try! DisplayName("bob"))
+
+  @Test func ourAdvertiserIsFoundByOurBrowserWithItsRecord() async throws {
+    let loop = try EventLoop()
+    let type = LAN.uniqueServiceType()
+    let info = try DiscoveryInfo(arguments: ["room=kitchen", "emoji=🦊"])
+    let advertiser = try Advertiser(advertisement: PeerAdvertisement(peer: alice, info: info), serviceType: type, port: 4242, loop: loop)
+    let registered = Recorder(advertiser.events)
+    advertiser.start()
+    let name = try await registered.next("registration") { if case .registered(let name) = $0 { name } else { nil } }
+    #expect(name == "alice")
+
+    let browser = Browser(serviceType: type, localPeer: bob.id, loop: loop)
+    let seen = Recorder(browser.events)
+    browser.start()
+    let found = try await seen.next("found") { if case .found(let peer) = $0 { peer } else { nil } }
+    #expect(found.peer == alice)
+    #expect(found.info["room"] == "kitchen")
+    #expect(found.info["emoji"] == "🦊")
+    #expect(found.endpoints.contains(Endpoint(host: "127.0.0.1", port: 4242)))
+
+    // Changing the info live is seen as an update.
+    try advertiser.update(info: try DiscoveryInfo(arguments: ["room=hall"]))
+    let updated = try await seen.next("update") { if case .updated(let peer) = $0, peer.info["room"] == "hall" { peer } else { nil } }
+    #expect(updated.peer.id == alice.id)
+
+    // Stopping it is seen as lost.
+    advertiser.stop()
+    let lost = try await seen.next("lost") { if case .lost(let peer) = $0 { peer } else { nil } }
+    #expect(lost.id == alice.id)
+    #expect(!seen.all.contains { if case .found = $0 { true } else { false } })
+
+    browser.finish()
+    advertiser.finish()
+    await loop.shutdown()
+  }
+
+  @Test func ownAdvertisementIsNotReportedUnlessAsked() async throws {
+    let loop = try EventLoop()
+    let type = LAN.uniqueServiceType()
+    let advertiser = try Advertiser(advertisement: PeerAdvertisement(peer: alice), serviceType: type, port: 4243, loop: loop)
+    let registered = Recorder(advertiser.events)
+    advertiser.start()
+    _ = try await registered.next { if case .registered(let name) = $0 { name } else { nil } }
+    let hiding = Browser(serviceType: type, localPeer: alice.id, loop: loop)
+    let showing = Browser(serviceType: type, localPeer: alice.id, includeOwnPeer: true, loop: loop)
+    let hidden = Recorder(hiding.events)
+    let shown = Recorder(showing.events)
+    hiding.start()
+    showing.start()
+    _ = try await shown.next("own peer") { if case .found(let peer) = $0, peer.peer.id == alice.id { peer } else { nil } }
+    // The other browser had the same time to see it.
+    #expect(hidden.all.isEmpty)
+    hiding.finish()
+    showing.finish()
+    advertiser.finish()
+    await loop.shutdown()
+  }
+
+  @Test func twoPeersWithOneNameAreBothFoundUnderTheirIDs() async throws {
+    let loop = try EventLoop()
+    let type = LAN.uniqueServiceType()
+    let twin = Peer(id: PeerID.random(), name: alice.name)
+    let first = try Advertiser(advertisement: PeerAdvertisement(peer: alice), serviceType: type, port: 5001, loop: loop)
+    let second = try Advertiser(advertisement: PeerAdvertisement(peer: twin), serviceType: type, port: 5002, loop: loop)
+    let firstEvents = Recorder(first.events)
+    let secondEvents = Recorder(second.events)
+    first.start()
+    let firstName = try await firstEvents.next { if case .registered(let name) = $0 { name } else { nil } }
+    second.start()
+    let secondName = try await secondEvents.next { if case .registered(let name) = $0 { name } else { nil } }
+    #expect(firstName != secondName, "the daemon renames the second one")
+
+    let browser = Browser(serviceType: type, loop: loop)
+    let seen = Recorder(browser.events)
+    browser.start()
+    let a = try await seen.next { if case .found(let peer) = $0 { peer } else { nil } }
+    let b = try await seen.next { if case .found(let peer) = $0 { peer } else { nil } }
+    #expect(Set([a.peer.id, b.peer.id]) == [alice.id, twin.id])
+    #expect(a.peer.name == b.peer.name)
+    browser.finish()
+    first.finish()
+    second.finish()
+    await loop.shutdown()
+  }
+
+  @Test func servicesPublishedByAvahisOwnToolAreFoundAndForeignOnesDoNotBreakBrowsing() async throws {
+    let loop = try EventLoop()
+    let type = LAN.uniqueServiceType()
+    let browser = Browser(serviceType: type, loop: loop)
+    let seen = Recorder(browser.events)
+    browser.start()
+    // Another program's service of the same type: no Nearby TXT at all, then a malformed id.
+    let carol = PeerID.random()
+    let publishers = try [
+      ["-s", "printer", type.type, "631", "paper=a4"],
+      ["-s", "broken", type.type, "632", "id=xyz", "name=broken", "v=1"],
+      ["-s", "carol", type.type, "7000", "id=\(carol.hex)", "name=carol", "v=1", "room=lab"],
+    ].map { try ChildProcess("avahi-publish", $0, standardInput: .null, standardOutput: .null, standardError: .null) }
+    defer { for publisher in publishers { publisher.terminate(SIGKILL) } }
+    let published = publishers[2]
+    let found = try await seen.next("carol") { if case .found(let peer) = $0 { peer } else { nil } }
+    #expect(found.peer.id == carol)
+    #expect(found.peer.name.value == "carol")
+    #expect(found.info["room"] == "lab")
+    #expect(found.endpoints.first?.port == 7000)
+    let invalid = try await seen.next("printer reported") { if case .notANearbyPeer(let name, let reason) = $0, name == "printer" { reason } else { nil } }
+    #expect(invalid.contains("id"))
+    _ = try await seen.next("broken reported") { if case .notANearbyPeer(let name, _) = $0, name == "broken" { name } else { nil } }
+    published.terminate()
+    await published.wait()
+    let lost = try await seen.next("carol lost") { if case .lost(let peer) = $0 { peer } else { nil } }
+    #expect(lost.id == carol)
+    browser.finish()
+    await loop.shutdown()
+  }
+
+  @Test func avahiBrowseListsOurAdvertiserWithTheTXTKeysOfTheSpec() async throws {
+    let loop = try EventLoop()
+    let type = LAN.uniqueServiceType()
+    let advertiser = try Advertiser(
+      advertisement: PeerAdvertisement(peer: bob, info: try DiscoveryInfo(arguments: ["room=hall"])), serviceType: type, port: 6123, loop: loop)
+    let events = Recorder(advertiser.events)
+    advertiser.start()
+    _ = try await events.next { if case .registered(let name) = $0 { name } else { nil } }
+    let (status, output) = try await run(["avahi-browse", "-rpt", type.type])
+    #expect(status == 0)
+    let resolved = output.split(separator: "\n").first { $0.hasPrefix("=") }.map(String.init) ?? ""
+    #expect(resolved.contains(";bob;"), "\(output)")
+    #expect(resolved.contains(";6123;"))
+    for key in ["\"id=\(bob.id.hex)\"", "\"name=bob\"", "\"v=1\"", "\"room=hall\""] {
+      #expect(resolved.contains(key), "\(key) missing in \(resolved)")
+    }
+    advertiser.finish()
+    await loop.shutdown()
+  }
+}

@@ -1,0 +1,124 @@
+import Foundation
+#if canImport(Glibc)
+  import Glibc
+#endif
+import NearbyCore
+import NearbyTransport
+import Synchronization
+
+/// Facts about the private LAN the test run is in (see `scripts/lan`).
+public enum LAN {
+  /// Real Avahi is reachable: the tests run inside `scripts/lan loopback`.
+  public static let avahiAvailable: Bool =
+    ProcessInfo.processInfo.environment["NEARBY_AVAHI"] == "1" && FileManager.default.fileExists(atPath: "/run/avahi-daemon/socket")
+
+  /// A service type no other test uses, so parallel tests do not see each other.
+  public static func uniqueServiceType() -> ServiceType {
+    try! ServiceType("t\(String(UInt32.random(in: 0...UInt32.max), radix: 16))")
+  }
+}
+
+/// Buffers an AsyncStream's elements so tests can wait for one matching a predicate
+/// without losing the others.
+public final class Recorder<Element: Sendable>: Sendable {
+  private final class Storage: Sendable {
+    let elements = Mutex<[Element]>([])
+  }
+  private let storage = Storage()
+  private let task: Task<Void, Never>
+
+  public init(_ stream: AsyncStream<Element>) {
+    let storage = self.storage
+    task = Task { for await element in stream { if ProcessInfo.processInfo.environment["NEARBY_TEST_DEBUG"] != nil { print("[recorder] \(ContinuousClock.now) \(element)") }; storage.elements.withLock { $0.append(element) } } }
+  }
+
+  deinit { task.cancel() }
+
+  public var all: [Element] { storage.elements.withLock { $0 } }
+
+  /// Waits for (and removes) the first element `match` accepts.
+  public func next<T: Sendable>(within timeout: Duration = .seconds(10), _ what: String = "event", _ match: @escaping @Sendable (Element) -> T?) async throws -> T {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      let found = storage.elements.withLock { elements -> T? in
+        for (index, element) in elements.enumerated() {
+          if let value = match(element) {
+            elements.remove(at: index)
+            return value
+          }
+        }
+        return nil
+      }
+      if let found { return found }
+      if ContinuousClock.now >= deadline {
+        throw WaitError(description: "no \(what) within \(timeout); seen: \(all)")
+      }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+  }
+}
+
+public struct WaitError: Error, CustomStringConvertible {
+  public let description: String
+  public init(description: String) { self.description = description }
+}
+
+/// Runs a command to completion and returns its exit status and combined output.
+/// The child runs with signals unblocked (``ChildProcess``) and is killed on timeout.
+public func run(_ arguments: [String], timeout: Duration = .seconds(20)) async throws -> (status: Int32, output: String) {
+  let output = try OutputCapture()
+  let child = try ChildProcess(arguments[0], Array(arguments.dropFirst()), standardInput: .null, standardOutput: .descriptor(output.writeFD), standardError: .descriptor(output.writeFD))
+  output.closeWriteEnd()
+  let watchdog = Task {
+    try await Task.sleep(for: timeout)
+    child.terminate(SIGKILL)
+  }
+  let status = await child.wait()
+  watchdog.cancel()
+  let text = await output.read()
+  if status == 128 + SIGKILL, watchdog.isCancelled == false {
+    throw WaitError(description: "\(arguments.joined(separator: " ")) did not finish within \(timeout): \(text)")
+  }
+  return (status, text)
+}
+
+/// A pipe whose read end is drained on a thread of its own.
+public final class OutputCapture: @unchecked Sendable {
+  public let readFD: Int32
+  public let writeFD: Int32
+  private var writeOpen = true
+
+  public init() throws {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { throw WaitError(description: "pipe failed") }
+    readFD = fds[0]
+    writeFD = fds[1]
+    _ = fcntl(readFD, F_SETFD, FD_CLOEXEC)
+  }
+
+  public func closeWriteEnd() {
+    if writeOpen {
+      close(writeFD)
+      writeOpen = false
+    }
+  }
+
+  /// Reads until EOF (off the cooperative pool).
+  public func read() async -> String {
+    let fd = readFD
+    return await withCheckedContinuation { continuation in
+      Thread.detachNewThread {
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+          let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+          if count < 0 && errno == EINTR { continue }
+          if count <= 0 { break }
+          data.append(contentsOf: buffer[0..<count])
+        }
+        close(fd)
+        continuation.resume(returning: String(decoding: data, as: UTF8.self))
+      }
+    }
+  }
+}
