@@ -79,7 +79,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -98,6 +98,11 @@ public struct SessionStateMachine: Sendable {
   /// The connection carrying the session with a peer.
   public func sessionConnection(_ id: PeerID) -> ConnectionID? { peers[id]?.session }
 
+  /// The peer on a connection, once known.
+  public func connectionPeer(_ id: ConnectionID) -> Peer? {
+    connections[id]?.peerID.flatMap { peers[$0]?.peer }
+  }
+
   /// Connections that exist (any state), for the shell's bookkeeping.
   public var connectionIDs: [ConnectionID] { Array(connections.keys) }
 
@@ -204,9 +209,11 @@ public struct SessionStateMachine: Sendable {
     return Frame.Invite(invitationID: invitationID, timeoutMilliseconds: UInt32(milliseconds), context: context)
   }
 
+  /// Ids of connections we open have the top bit set, so they never collide with the ids a
+  /// listener gives the connections it accepts (counted from 1).
   private mutating func newConnectionID() -> ConnectionID {
     defer { nextConnection += 1 }
-    return ConnectionID(nextConnection)
+    return ConnectionID(1 << 63 | nextConnection)
   }
 
   // MARK: Connection lifecycle

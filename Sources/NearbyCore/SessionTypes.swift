@@ -146,6 +146,24 @@ public enum SessionEvent: Hashable, Sendable {
   case message(ReceivedMessage)
   case delivered(messageID: UInt64, to: Peer)
   case error(SessionError)
+  /// Something about the session itself: listening, advertising, discovery trouble.
+  case status(SessionStatus)
+}
+
+/// News about the session itself rather than about a peer.
+public enum SessionStatus: Hashable, Sendable {
+  /// The listener is up.
+  case listening(port: UInt16)
+  /// The advertisement is registered under this instance name.
+  case advertised(name: String)
+  /// Advertising failed (for example: no daemon); it is retried by itself.
+  case advertisingFailed(String)
+  /// Browsing failed (for example: no daemon); it is retried by itself.
+  case browsingFailed(String)
+  /// An instance of our service type that is not a Nearby peer.
+  case foreignService(instance: String, reason: String)
+  /// A connection was closed for breaking the protocol (logged, not fatal).
+  case connectionRejected(peer: Peer?, reason: String)
 }
 
 /// What the session asks its shell to do.

@@ -109,11 +109,14 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   }
 
   /// Appends bytes with `encode` unless the queue is over its limit.
-  public func enqueue(_ encode: (inout [UInt8]) -> Void) -> QueueResult {
+  /// - Parameter force: for small control frames (acknowledgements, heartbeats, goodbye):
+  ///   queued up to twice the limit, so a queue full of messages cannot block them.
+  public func enqueue(force: Bool = false, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
     var wake = false
+    let limit = force ? 2 * maximumQueuedBytes : maximumQueuedBytes
     let result = outbound.withLock { state -> QueueResult in
       if state.closing || state.closed { return .closed }
-      if state.queuedBytes >= maximumQueuedBytes {
+      if state.queuedBytes >= limit {
         state.wasFull = true
         return .full
       }

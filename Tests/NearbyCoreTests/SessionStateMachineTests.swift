@@ -140,7 +140,7 @@ struct SessionStateMachineTests {
     var net = pair()
     net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
     // Everything alice sends on her own connection is lost: bob never gets her HELLO.
-    net.silenced.insert(SimulatedNetwork.Link(node: a, connection: ConnectionID(1)))
+    net.silenced.insert(SimulatedNetwork.Link(node: a, connection: ConnectionID(1 << 63 | 1)))
     net.act(b) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
     net.run()
     // Alice holds bob's invitation (her connection would win), so nobody is connected yet.

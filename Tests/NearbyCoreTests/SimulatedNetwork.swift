@@ -192,6 +192,7 @@ extension SessionEvent {
     case .message: "message"
     case .delivered: "delivered"
     case .error: "error"
+    case .status: "status"
     }
   }
 }

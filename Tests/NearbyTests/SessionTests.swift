@@ -1,0 +1,155 @@
+import Nearby
+import NearbyTestSupport
+import Testing
+
+@Suite("Sessions over real TCP on loopback")
+struct SessionTests {
+  @Test func inviteAcceptAndMessagesBothWaysWithDelivery() async throws {
+    let alice = try await RunningSession.start("alice")
+    let bob = try await RunningSession.start("bob", policy: .ask)
+    await alice.session.invite(endpoints: [bob.endpoint], context: Array("lunch?".utf8))
+    let invitation = try await bob.expect("invitation") { if case .invitation(let i) = $0 { i } else { nil } }
+    #expect(invitation.peer == alice.peer)
+    #expect(invitation.context == Array("lunch?".utf8))
+    await bob.session.accept(alice.peer.id)
+    _ = try await alice.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
+    _ = try await bob.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
+
+    let text = "grüße 👋 — 日本語"
+    let id = await alice.session.send(Array(text.utf8), to: .peers([bob.peer.id]))
+    let message = try await bob.expect("message") { if case .message(let m) = $0 { m } else { nil } }
+    #expect(String(decoding: message.body, as: UTF8.self) == text)
+    #expect(message.from == alice.peer)
+    #expect(message.isPrivate)
+    #expect(message.id == id)
+    let delivered = try await alice.expect("delivered") { if case .delivered(let id, let to) = $0 { (id, to) } else { nil } }
+    #expect(delivered.0 == id)
+    #expect(delivered.1 == bob.peer)
+
+    let reply = await bob.session.send(Array("hi alice".utf8))
+    let back = try await alice.expect("reply") { if case .message(let m) = $0 { m } else { nil } }
+    #expect(back.body == Array("hi alice".utf8))
+    #expect(!back.isPrivate)
+    _ = try await bob.expect("delivered reply") { if case .delivered(reply, _) = $0 { true } else { nil } }
+
+    try await alice.stop()
+    let gone = try await bob.expect("disconnected") { if case .disconnected(let p, let reason) = $0 { (p, reason) } else { nil } }
+    #expect(gone.0 == alice.peer)
+    #expect(gone.1 == .goodbye(.shuttingDown))
+    try await bob.stop()
+  }
+
+  @Test func declineAndTimeoutReachTheInviter() async throws {
+    let alice = try await RunningSession.start("alice")
+    let bob = try await RunningSession.start("bob", policy: .ask)
+    await alice.session.invite(endpoints: [bob.endpoint])
+    _ = try await bob.expect("invitation") { if case .invitation(let i) = $0 { i } else { nil } }
+    await bob.session.decline(alice.peer.id)
+    let reason = try await alice.expect("declined") { if case .declined(_, let r) = $0 { r } else { nil } }
+    #expect(reason == .declined)
+
+    await alice.session.invite(endpoints: [bob.endpoint], timeout: .milliseconds(500))
+    _ = try await bob.expect("second invitation") { if case .invitation(let i) = $0 { i } else { nil } }
+    let timeout = try await alice.expect("timeout") { if case .declined(_, let r) = $0 { r } else { nil } }
+    #expect(timeout == .timeout)
+    _ = try await bob.expect("withdrawn") { if case .invitationWithdrawn = $0 { true } else { nil } }
+    #expect(await bob.session.pendingInvitations.isEmpty)
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func messagesToAGonePeerComeBackAsErrorsNamingThem() async throws {
+    let alice = try await RunningSession.start("alice")
+    let bob = try await RunningSession.start("bob")
+    let id = await alice.session.send([1], to: .peers([bob.peer.id]))
+    let error = try await alice.expect("undelivered") { if case .error(.undelivered(let m, _, _, let r)) = $0 { (m, r) } else { nil } }
+    #expect(error.0 == id)
+    #expect(error.1 == .notConnected)
+    try await connect(alice, bob)
+    try await bob.stop()
+    _ = try await alice.expect("disconnected") { if case .disconnected = $0 { true } else { nil } }
+    let late = await alice.session.send([2], to: .all)
+    let failure = try await alice.expect("nobody connected") { if case .error(.rejected(let text)) = $0 { text } else { nil } }
+    #expect(failure.contains("\(late)"))
+    try await alice.stop()
+  }
+
+  @Test func killedPeerIsReportedDisconnectedWithinFiveSeconds() async throws {
+    // Heartbeats: bob stops answering (its event loop is frozen by closing nothing but
+    // dropping the connection silently is what a pulled cable does). Simulate with a raw
+    // peer that completes the handshake and then goes silent.
+    var fast = ConnectionTimeouts()
+    fast.pingInterval = .milliseconds(200)
+    fast.deadPeer = .milliseconds(800)
+    let alice = try await RunningSession.start("alice") { $0.timeouts = fast }
+    let silent = try SilentPeer(connectingTo: alice.port)
+    _ = try await alice.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
+    let started = ContinuousClock.now
+    let reason = try await alice.expect("disconnected", within: .seconds(5)) { if case .disconnected(_, let r) = $0 { r } else { nil } }
+    guard case .timedOut = reason else {
+      Issue.record("unexpected reason \(reason)")
+      return
+    }
+    #expect(ContinuousClock.now - started < .seconds(3))
+    _ = silent
+    try await alice.stop()
+  }
+
+  @Test func mutualInvitationsEndWithOneConnection() async throws {
+    let alice = try await RunningSession.start("alice", policy: .ask)
+    let bob = try await RunningSession.start("bob", policy: .ask)
+    // Each learns the other's id through a first session, then both leave and re-invite at once.
+    try await connectAsk(alice, bob)
+    await alice.session.leave(bob.peer.id)
+    _ = try await bob.expect("left") { if case .disconnected = $0 { true } else { nil } }
+    _ = try await alice.expect("left") { if case .disconnected = $0 { true } else { nil } }
+    async let first: Void = alice.session.invite(endpoints: [bob.endpoint])
+    async let second: Void = bob.session.invite(endpoints: [alice.endpoint])
+    _ = await (first, second)
+    try await Task.sleep(for: .milliseconds(300))
+    // Whichever order things happened in: one session, no second connection.
+    let aliceConnected = alice.events.all.filter { if case .connected = $0 { true } else { false } }.count
+    let bobConnected = bob.events.all.filter { if case .connected = $0 { true } else { false } }.count
+    #expect(await alice.session.connectedPeers == [bob.peer])
+    #expect(await bob.session.connectedPeers == [alice.peer])
+    #expect(aliceConnected == 1)
+    #expect(bobConnected == 1)
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func sixtyFourPeersInOneSession() async throws {
+    let hub = try await RunningSession.start("hub")
+    var peers: [RunningSession] = []
+    for index in 0..<63 { peers.append(try await RunningSession.start("peer\(index)")) }
+    for peer in peers { await peer.session.invite(endpoints: [hub.endpoint]) }
+    for peer in peers {
+      _ = try await peer.expect("connected to hub", within: .seconds(20)) { if case .connected = $0 { true } else { nil } }
+    }
+    #expect(await hub.session.connectedPeers.count == 63)
+    let id = await hub.session.send(Array("to everyone".utf8))
+    for peer in peers {
+      let message = try await peer.expect("broadcast") { if case .message(let m) = $0 { m } else { nil } }
+      #expect(message.id == id)
+    }
+    var delivered = 0
+    while delivered < 63 {
+      _ = try await hub.expect("delivered") { if case .delivered(id, _) = $0 { true } else { nil } }
+      delivered += 1
+    }
+    // And every peer can reach the hub.
+    for peer in peers { await peer.session.send(Array("hi \(peer.peer.name)".utf8)) }
+    for _ in peers { _ = try await hub.expect("message") { if case .message = $0 { true } else { nil } } }
+    for peer in peers { try await peer.stop() }
+    try await hub.stop()
+  }
+}
+
+/// Connects with the ask policy on the invitee.
+func connectAsk(_ a: RunningSession, _ b: RunningSession) async throws {
+  await a.session.invite(endpoints: [b.endpoint])
+  _ = try await b.expect("invitation") { if case .invitation = $0 { true } else { nil } }
+  await b.session.accept(a.peer.id)
+  _ = try await a.expect("connected") { if case .connected = $0 { true } else { nil } }
+  _ = try await b.expect("connected") { if case .connected = $0 { true } else { nil } }
+}
