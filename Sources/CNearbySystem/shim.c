@@ -8,6 +8,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -106,3 +108,27 @@ long long nearby_resident_bytes(void) {
 }
 
 int nearby_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
+
+int nearby_signalfd(const int *signals) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int *s = signals; *s; s++) sigaddset(&set, *s);
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
+  return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+int nearby_signalfd_read(int fd) {
+  struct signalfd_siginfo info;
+  ssize_t got;
+  do {
+    got = read(fd, &info, sizeof info);
+  } while (got < 0 && errno == EINTR);
+  if (got != (ssize_t)sizeof info) return -1;
+  return (int)info.ssi_signo;
+}
+
+void nearby_unblock_all_signals(void) {
+  sigset_t set;
+  sigemptyset(&set);
+  pthread_sigmask(SIG_SETMASK, &set, NULL);
+}

@@ -252,6 +252,16 @@ public actor NearbySession {
     return id
   }
 
+  /// Like ``send(_:to:)``, and also says which peers the message was queued for (each of
+  /// them answers with `delivered` or an `undelivered` error).
+  public func sendTracked(_ body: [UInt8], to recipients: Recipients = .all) -> (id: UInt64, recipients: [Peer]) {
+    var actions: [SessionAction] = []
+    let (id, targets) = machine.sendMessage(body, to: recipients, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
+    let peers = targets.compactMap { machine.peer($0) }
+    perform(actions)
+    return (id, peers)
+  }
+
   /// Like ``send(_:to:)``, but first waits while a recipient's send queue is full, so a fast
   /// sender slows down to the pace of its slowest peer instead of getting `queueFull` errors.
   @discardableResult

@@ -415,7 +415,16 @@ public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
     case .handshakeTimeout: return "no HELLO in time"
     case .timedOut(let silence): return "timed out (silent for \(silence.formattedSeconds))"
     case .connectionLost(let detail): return "connection lost: \(detail)"
-    case .local(let reason): return "closed by us (\(reason))"
+    case .local(let reason):
+      switch reason {
+      case .leaving: return "you left"
+      case .shuttingDown: return "you quit"
+      case .duplicate: return "a duplicate connection was closed"
+      case .replaced: return "replaced by a new connection"
+      case .idle: return "no invitation arrived"
+      case .invitationTimeout: return "the invitation timed out"
+      default: return "closed (\(reason))"
+      }
     case .closedWhileClosing: return "closed"
     }
   }

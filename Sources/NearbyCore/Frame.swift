@@ -74,7 +74,8 @@ extension Frame {
     public var recipients: [PeerID]
     public var body: [UInt8]
 
-    public init(id: UInt64, sender: PeerID, timestamp: UInt64, hopLimit: UInt8 = ProtocolLimits.initialHopLimit, recipients: [PeerID], body: [UInt8]) {
+    public init(id: UInt64, sender: PeerID, timestamp: UInt64, hopLimit: UInt8 = ProtocolLimits.initialHopLimit, recipients: [PeerID], body: [UInt8])
+    {
       self.id = id
       self.sender = sender
       self.timestamp = timestamp

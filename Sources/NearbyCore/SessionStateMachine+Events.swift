@@ -193,7 +193,9 @@ extension SessionStateMachine {
   }
 
   /// Reports what ended with a connection, exactly once per connection.
-  mutating func connectionEnded(_ record: inout ConnectionRecord, id: ConnectionID, reason: DisconnectReason, now: Duration, into actions: inout [SessionAction]) {
+  mutating func connectionEnded(
+    _ record: inout ConnectionRecord, id: ConnectionID, reason: DisconnectReason, now: Duration, into actions: inout [SessionAction]
+  ) {
     guard let peerID = record.peerID else { return }
     let peer = peers[peerID]?.peer
     if record.awaitingAnswer {

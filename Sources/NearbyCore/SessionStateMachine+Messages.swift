@@ -74,12 +74,23 @@ extension SessionStateMachine {
   /// Sends `body` to connected peers.
   /// - Returns: the message id (also when nobody could be reached: the error events name it).
   @discardableResult
-  public mutating func send(_ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction]) -> UInt64 {
+  public mutating func send(_ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction])
+    -> UInt64
+  {
+    sendMessage(body, to: recipients, timestamp: timestamp, now: now, into: &actions).id
+  }
+
+  /// Sends `body` to connected peers.
+  /// - Returns: the message id and the peers it was queued for (each answers with a
+  ///   `delivered` or an `undelivered` error).
+  public mutating func sendMessage(_ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction])
+    -> (id: UInt64, recipients: [PeerID])
+  {
     let messageID = nextMessageID
     nextMessageID &+= 1
     guard body.count <= ProtocolLimits.maximumBodyLength else {
       actions.append(.emit(.error(.rejected("message \(messageID) is \(body.count) bytes, more than the limit of 1 MiB"))))
-      return messageID
+      return (messageID, [])
     }
     var targets: [ConnectionID] = []
     let addressed: [PeerID]
@@ -91,7 +102,7 @@ extension SessionStateMachine {
       }
       if targets.isEmpty {
         actions.append(.emit(.error(.rejected("message \(messageID) not sent: no peer is connected (invite one with /invite NAME)"))))
-        return messageID
+        return (messageID, [])
       }
       targets.sort()
     case .peers(let ids):
@@ -99,7 +110,7 @@ extension SessionStateMachine {
       for id in ids where !unique.contains(id) { unique.append(id) }
       guard unique.count <= ProtocolLimits.maximumRecipients else {
         actions.append(.emit(.error(.rejected("message \(messageID) has more than \(ProtocolLimits.maximumRecipients) recipients"))))
-        return messageID
+        return (messageID, [])
       }
       addressed = unique
       for peerID in unique {
@@ -110,7 +121,7 @@ extension SessionStateMachine {
             .emit(.error(.undelivered(messageID: messageID, peer: peers[peerID]?.peer, peerID: peerID, reason: .notConnected))))
         }
       }
-      if targets.isEmpty { return messageID }
+      if targets.isEmpty { return (messageID, []) }
     }
     let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: addressed, body: body)
     for id in targets {
@@ -118,7 +129,7 @@ extension SessionStateMachine {
       connections[id]?.machine?.noteSent(now: now)
     }
     actions.append(.sendMessage(message, targets))
-    return messageID
+    return (messageID, targets.compactMap { connections[$0]?.peerID })
   }
 
   /// The shell could not queue a message on a connection (its queue is full).

@@ -65,7 +65,12 @@ public struct SessionStateMachine: Sendable {
   /// - Parameters:
   ///   - configuration: who we are and how we answer.
   ///   - seed: the first message id and invitation id; pass random values (tests pass fixed ones).
-  public init(configuration: Configuration, messageIDSeed: UInt64 = UInt64.random(in: 0...UInt64.max), invitationIDSeed: UInt64 = UInt64.random(in: 0...UInt64.max)) {
+  ///   Message ids start below 2³¹ so they stay exact in JSON numbers (2⁵³) for a very long
+  ///   time while still differing between runs (PROTOCOL.md section 2.4).
+  public init(
+    configuration: Configuration, messageIDSeed: UInt64 = UInt64.random(in: 1...(1 << 31)),
+    invitationIDSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
+  ) {
     self.configuration = configuration
     self.nextMessageID = messageIDSeed
     self.nextInvitationID = invitationIDSeed

@@ -241,7 +241,8 @@ private final class InstanceResolver {
       context.release()
       return
     }
-    if let operation = try? DNSServiceOperation(ref: ref, context: context, loop: loop, onFailure: { [unowned self] error in browser.failed(error) }) {
+    if let operation = try? DNSServiceOperation(ref: ref, context: context, loop: loop, onFailure: { [unowned self] error in browser.failed(error) })
+    {
       queries.append(operation)
     }
   }

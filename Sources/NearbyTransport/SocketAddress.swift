@@ -1,9 +1,10 @@
+import NearbyCore
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import NearbyCore
 
 /// An IPv4 or IPv6 socket address.
 public struct SocketAddress: Sendable, CustomStringConvertible {

@@ -76,7 +76,10 @@ public final class TCPListener: EventLoopHandler, @unchecked Sendable {
     return (fd, SocketAddress(storage: storage, length: length))
   }
 
-  private init(fd: Int32, address: SocketAddress, loop: EventLoop, maximumQueuedBytes: Int, nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink) {
+  private init(
+    fd: Int32, address: SocketAddress, loop: EventLoop, maximumQueuedBytes: Int, nextID: @escaping @Sendable () -> ConnectionID,
+    sink: @escaping TransportSink
+  ) {
     self.fd = fd
     self.address = address
     self.loop = loop

@@ -9,9 +9,11 @@ struct ConnectionStateMachineTests {
     return machine
   }
 
-  @Test("version negotiation", arguments: [
-    (1, 1, 1, 1, UInt8?(1)), (1, 3, 2, 5, 3), (1, 1, 2, 3, nil), (2, 4, 1, 1, nil), (1, 2, 1, 9, 2),
-  ] as [(UInt8, UInt8, UInt8, UInt8, UInt8?)])
+  @Test(
+    "version negotiation",
+    arguments: [
+      (1, 1, 1, 1, UInt8?(1)), (1, 3, 2, 5, 3), (1, 1, 2, 3, nil), (2, 4, 1, 1, nil), (1, 2, 1, 9, 2),
+    ] as [(UInt8, UInt8, UInt8, UInt8, UInt8?)])
   func versions(localMin: UInt8, localMax: UInt8, remoteMin: UInt8, remoteMax: UInt8, expected: UInt8?) {
     var machine = listener(min: localMin, max: localMax)
     let transition = machine.receive(.hello(Fixture.hello(Fixture.bob, min: remoteMin, max: remoteMax)), now: .ms(1))

@@ -21,16 +21,19 @@ struct FrameCodecPropertyTests {
     case .hello:
       let low = UInt8.random(in: 1...5, using: &g)
       return .hello(
-        Frame.Hello(minVersion: low, maxVersion: low + UInt8.random(in: 0...3, using: &g), capabilities: Capabilities(rawValue: g.next32()),
+        Frame.Hello(
+          minVersion: low, maxVersion: low + UInt8.random(in: 0...3, using: &g), capabilities: Capabilities(rawValue: g.next32()),
           peer: Peer(id: id(&g), name: randomName(&g))))
     case .invite:
-      return .invite(Frame.Invite(invitationID: g.next(), timeoutMilliseconds: UInt32.random(in: 100...600_000, using: &g), context: randomBytes(&g, max: 300)))
+      return .invite(
+        Frame.Invite(invitationID: g.next(), timeoutMilliseconds: UInt32.random(in: 100...600_000, using: &g), context: randomBytes(&g, max: 300)))
     case .accept: return .accept(invitationID: g.next())
     case .decline: return .decline(invitationID: g.next(), reason: DeclineReason(rawValue: UInt8.random(in: 0...255, using: &g)))
     case .message:
       let recipients = (0..<Int.random(in: 0...4, using: &g)).map { _ in id(&g) }
       return .message(
-        Frame.Message(id: g.next(), sender: id(&g), timestamp: g.next(), hopLimit: UInt8.random(in: 0...255, using: &g), recipients: recipients,
+        Frame.Message(
+          id: g.next(), sender: id(&g), timestamp: g.next(), hopLimit: UInt8.random(in: 0...255, using: &g), recipients: recipients,
           body: randomBytes(&g, max: 2000)))
     case .delivered:
       return .delivered(Frame.Delivered(origin: id(&g), recipient: id(&g), ids: (0..<Int.random(in: 1...50, using: &g)).map { _ in g.next() }))
@@ -44,7 +47,9 @@ struct FrameCodecPropertyTests {
       }
       return .roster(Frame.Roster(kind: RosterKind(rawValue: UInt8.random(in: 0...2, using: &g))!, entries: entries))
     case .undeliverable:
-      return .undeliverable(Frame.Undeliverable(origin: id(&g), messageID: g.next(), recipient: id(&g), reason: UndeliverableReason(rawValue: UInt8.random(in: 0...255, using: &g))))
+      return .undeliverable(
+        Frame.Undeliverable(
+          origin: id(&g), messageID: g.next(), recipient: id(&g), reason: UndeliverableReason(rawValue: UInt8.random(in: 0...255, using: &g))))
     }
   }
 
@@ -103,7 +108,8 @@ struct FrameCodecPropertyTests {
   @Test func decoderReleasesMemoryWhenIdle() throws {
     let decoder = FrameDecoder()
     var big: [UInt8] = []
-    FrameEncoder.encode(.message(Frame.Message(id: 1, sender: Fixture.aliceID, timestamp: 0, recipients: [], body: Array(repeating: 7, count: 500_000))), into: &big)
+    FrameEncoder.encode(
+      .message(Frame.Message(id: 1, sender: Fixture.aliceID, timestamp: 0, recipients: [], body: Array(repeating: 7, count: 500_000))), into: &big)
     decoder.append(big)
     #expect(try decoder.next() != nil)
     #expect(try decoder.next() == nil)

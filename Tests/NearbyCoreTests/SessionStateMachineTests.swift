@@ -327,11 +327,12 @@ struct SessionStateMachineTests {
   }
 
   @Test func tooManyHandshakingConnectionsAreRefusedBusy() {
-    var session = SessionStateMachine(configuration: {
-      var configuration = SessionStateMachine.Configuration(local: Fixture.alice)
-      configuration.maximumPendingConnections = 3
-      return configuration
-    }())
+    var session = SessionStateMachine(
+      configuration: {
+        var configuration = SessionStateMachine.Configuration(local: Fixture.alice)
+        configuration.maximumPendingConnections = 3
+        return configuration
+      }())
     var actions: [SessionAction] = []
     for _ in 0..<4 {
       session.connectionAccepted(session.reserveConnectionID(), now: .zero, into: &actions)

@@ -15,7 +15,9 @@ struct ValueTests {
     }
   }
 
-  @Test("invalid peer id text", arguments: ["", "abc", String(repeating: "0", count: 32), String(repeating: "g", count: 32), String(repeating: "a", count: 33)])
+  @Test(
+    "invalid peer id text",
+    arguments: ["", "abc", String(repeating: "0", count: 32), String(repeating: "g", count: 32), String(repeating: "a", count: 33)])
   func invalidPeerIDs(_ text: String) {
     #expect(PeerID(hex: text) == nil)
   }
@@ -25,20 +27,23 @@ struct ValueTests {
     #expect(PeerID(hex: "0000000000000000000000000000000a")! < PeerID(hex: "0000000000000000000000000000000b")!)
   }
 
-  @Test("valid display names", arguments: ["a", "alice", "Zoë", "日本語", "🦊 fox", String(repeating: "x", count: 63), String(repeating: "é", count: 31)])
+  @Test(
+    "valid display names", arguments: ["a", "alice", "Zoë", "日本語", "🦊 fox", String(repeating: "x", count: 63), String(repeating: "é", count: 31)])
   func validNames(_ name: String) throws {
     #expect(try DisplayName(name).value == name)
   }
 
-  @Test("invalid display names", arguments: [
-    ("", DisplayNameError.empty),
-    (String(repeating: "x", count: 64), .tooLong(byteCount: 64)),
-    (String(repeating: "é", count: 32), .tooLong(byteCount: 64)),
-    ("a\nb", .controlCharacter(0x0A)),
-    ("\u{1B}[2J", .controlCharacter(0x1B)),
-    ("x\u{85}", .controlCharacter(0x85)),
-    ("del\u{7F}", .controlCharacter(0x7F)),
-  ])
+  @Test(
+    "invalid display names",
+    arguments: [
+      ("", DisplayNameError.empty),
+      (String(repeating: "x", count: 64), .tooLong(byteCount: 64)),
+      (String(repeating: "é", count: 32), .tooLong(byteCount: 64)),
+      ("a\nb", .controlCharacter(0x0A)),
+      ("\u{1B}[2J", .controlCharacter(0x1B)),
+      ("x\u{85}", .controlCharacter(0x85)),
+      ("del\u{7F}", .controlCharacter(0x7F)),
+    ])
   func invalidNames(_ name: String, _ error: DisplayNameError) {
     #expect(throws: error) { try DisplayName(name) }
     #expect(error.description.contains(":"))  // says what to do
@@ -48,17 +53,21 @@ struct ValueTests {
     #expect(throws: DisplayNameError.invalidUTF8) { try DisplayName(utf8: [0x61, 0xC0, 0xAF]) }
   }
 
-  @Test("valid service types", arguments: [
-    ("nearby-devices", "_nearby-devices._tcp"), ("_nearby-devices._tcp", "_nearby-devices._tcp"),
-    ("_chat._tcp.", "_chat._tcp"), ("a", "_a._tcp"), ("a1-b2-c3", "_a1-b2-c3._tcp"), ("x23456789012345", "_x23456789012345._tcp"),
-  ])
+  @Test(
+    "valid service types",
+    arguments: [
+      ("nearby-devices", "_nearby-devices._tcp"), ("_nearby-devices._tcp", "_nearby-devices._tcp"),
+      ("_chat._tcp.", "_chat._tcp"), ("a", "_a._tcp"), ("a1-b2-c3", "_a1-b2-c3._tcp"), ("x23456789012345", "_x23456789012345._tcp"),
+    ])
   func validServiceTypes(_ text: String, _ type: String) throws {
     #expect(try ServiceType(text).type == type)
   }
 
-  @Test("invalid service types", arguments: [
-    "", "-abc", "abc-", "a--b", "123", "Nearby", "near_by", "x234567890123456", "_nearby._udp", "_nearby", "né",
-  ])
+  @Test(
+    "invalid service types",
+    arguments: [
+      "", "-abc", "abc-", "a--b", "123", "Nearby", "near_by", "x234567890123456", "_nearby._udp", "_nearby", "né",
+    ])
   func invalidServiceTypes(_ text: String) {
     #expect(throws: ServiceTypeError.self) { try ServiceType(text) }
     do {
@@ -101,15 +110,17 @@ struct ValueTests {
     #expect(throws: DiscoveryInfoError.self) { try advertisement.txtRecord() }
   }
 
-  @Test("TXT records that are not Nearby peers", arguments: [
-    ([String](), AdvertisementError.missingKey("id")),
-    (["name=x", "v=1"], .missingKey("id")),
-    (["id=zz", "name=x", "v=1"], .invalidID),
-    (["id=0000000000000000000000000000000a", "v=1"], .missingKey("name")),
-    (["id=0000000000000000000000000000000a", "name=x"], .missingKey("v")),
-    (["id=0000000000000000000000000000000a", "name=x", "v=0"], .invalidVersion),
-    (["id=0000000000000000000000000000000a", "name=", "v=1"], .invalidName(.empty)),
-  ])
+  @Test(
+    "TXT records that are not Nearby peers",
+    arguments: [
+      ([String](), AdvertisementError.missingKey("id")),
+      (["name=x", "v=1"], .missingKey("id")),
+      (["id=zz", "name=x", "v=1"], .invalidID),
+      (["id=0000000000000000000000000000000a", "v=1"], .missingKey("name")),
+      (["id=0000000000000000000000000000000a", "name=x"], .missingKey("v")),
+      (["id=0000000000000000000000000000000a", "name=x", "v=0"], .invalidVersion),
+      (["id=0000000000000000000000000000000a", "name=", "v=1"], .invalidName(.empty)),
+    ])
   func foreignRecords(_ strings: [String], _ error: AdvertisementError) {
     let record = TXTRecord.encode(strings.map { Array($0.utf8) })
     #expect(PeerAdvertisement.parse(txt: record) == .failure(error))

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import Testing
 
 /// The test vectors of `Protocol/vectors/`, read from the repository.
 enum Vectors {
@@ -71,7 +72,8 @@ enum Vectors {
           peer: Peer(id: id(fields["peerID"]), name: name(fields["name"]))))
     case "INVITE":
       return .invite(
-        Frame.Invite(invitationID: u64(fields["invitationID"]), timeoutMilliseconds: int(fields["timeoutMs"]), context: hex(fields["context"] as! String)))
+        Frame.Invite(
+          invitationID: u64(fields["invitationID"]), timeoutMilliseconds: int(fields["timeoutMs"]), context: hex(fields["context"] as! String)))
     case "ACCEPT":
       return .accept(invitationID: u64(fields["invitationID"]))
     case "DECLINE":
@@ -104,5 +106,3 @@ enum Vectors {
     }
   }
 }
-
-import Testing

@@ -1,12 +1,13 @@
 import Foundation
+import NearbyCore
+import NearbyDiscovery
+import NearbyTestSupport
+import NearbyTransport
+import Testing
+
 #if canImport(Glibc)
   import Glibc
 #endif
-import NearbyCore
-import NearbyDiscovery
-import NearbyTransport
-import NearbyTestSupport
-import Testing
 
 @Suite("Discovery against real Avahi (private loopback host)", .enabled(if: LAN.avahiAvailable, "needs scripts/lan loopback"))
 struct DiscoveryTests {
@@ -117,7 +118,9 @@ struct DiscoveryTests {
     #expect(found.peer.name.value == "carol")
     #expect(found.info["room"] == "lab")
     #expect(found.endpoints.first?.port == 7000)
-    let invalid = try await seen.next("printer reported") { if case .notANearbyPeer(let name, let reason) = $0, name == "printer" { reason } else { nil } }
+    let invalid = try await seen.next("printer reported") {
+      if case .notANearbyPeer(let name, let reason) = $0, name == "printer" { reason } else { nil }
+    }
     #expect(invalid.contains("id"))
     _ = try await seen.next("broken reported") { if case .notANearbyPeer(let name, _) = $0, name == "broken" { name } else { nil } }
     published.terminate()

@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(Glibc)
-  import Glibc
-#endif
 import NearbyCore
 import NearbyTransport
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Facts about the private LAN the test run is in (see `scripts/lan`).
 public enum LAN {
@@ -29,7 +30,12 @@ public final class Recorder<Element: Sendable>: Sendable {
 
   public init(_ stream: AsyncStream<Element>) {
     let storage = self.storage
-    task = Task { for await element in stream { if ProcessInfo.processInfo.environment["NEARBY_TEST_DEBUG"] != nil { print("[recorder] \(ContinuousClock.now) \(element)") }; storage.elements.withLock { $0.append(element) } } }
+    task = Task {
+      for await element in stream {
+        if ProcessInfo.processInfo.environment["NEARBY_TEST_DEBUG"] != nil { print("[recorder] \(ContinuousClock.now) \(element)") }
+        storage.elements.withLock { $0.append(element) }
+      }
+    }
   }
 
   deinit { task.cancel() }
@@ -37,7 +43,9 @@ public final class Recorder<Element: Sendable>: Sendable {
   public var all: [Element] { storage.elements.withLock { $0 } }
 
   /// Waits for (and removes) the first element `match` accepts.
-  public func next<T: Sendable>(within timeout: Duration = .seconds(10), _ what: String = "event", _ match: @escaping @Sendable (Element) -> T?) async throws -> T {
+  public func next<T: Sendable>(within timeout: Duration = .seconds(10), _ what: String = "event", _ match: @escaping @Sendable (Element) -> T?)
+    async throws -> T
+  {
     let deadline = ContinuousClock.now + timeout
     while true {
       let found = storage.elements.withLock { elements -> T? in
@@ -67,7 +75,9 @@ public struct WaitError: Error, CustomStringConvertible {
 /// The child runs with signals unblocked (``ChildProcess``) and is killed on timeout.
 public func run(_ arguments: [String], timeout: Duration = .seconds(20)) async throws -> (status: Int32, output: String) {
   let output = try OutputCapture()
-  let child = try ChildProcess(arguments[0], Array(arguments.dropFirst()), standardInput: .null, standardOutput: .descriptor(output.writeFD), standardError: .descriptor(output.writeFD))
+  let child = try ChildProcess(
+    arguments[0], Array(arguments.dropFirst()), standardInput: .null, standardOutput: .descriptor(output.writeFD),
+    standardError: .descriptor(output.writeFD))
   output.closeWriteEnd()
   let watchdog = Task {
     try await Task.sleep(for: timeout)

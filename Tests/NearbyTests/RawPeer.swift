@@ -1,3 +1,4 @@
+import Foundation
 import Nearby
 import NearbyTestSupport
 
@@ -68,5 +69,3 @@ final class SilentPeer: @unchecked Sendable {
     raw.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 5000, context: [])))
   }
 }
-
-import Foundation

@@ -11,7 +11,10 @@ struct RunningSession: Sendable {
   var peer: Peer { session.configuration.peer }
   var endpoint: Endpoint { Endpoint(host: "127.0.0.1", port: port) }
 
-  static func start(_ name: String, policy: AcceptPolicy = .all, discovery: Bool = false, service: ServiceType? = nil, configure: (inout SessionConfiguration) -> Void = { _ in }) async throws -> RunningSession {
+  static func start(
+    _ name: String, policy: AcceptPolicy = .all, discovery: Bool = false, service: ServiceType? = nil,
+    configure: (inout SessionConfiguration) -> Void = { _ in }
+  ) async throws -> RunningSession {
     var configuration = SessionConfiguration(peer: Peer(id: PeerID.random(), name: try DisplayName(name)))
     configuration.acceptPolicy = policy
     configuration.advertise = discovery
@@ -29,7 +32,9 @@ struct RunningSession: Sendable {
   }
 
   /// Waits for an event.
-  func expect<T: Sendable>(_ what: String, within timeout: Duration = .seconds(10), _ match: @escaping @Sendable (SessionEvent) -> T?) async throws -> T {
+  func expect<T: Sendable>(_ what: String, within timeout: Duration = .seconds(10), _ match: @escaping @Sendable (SessionEvent) -> T?) async throws
+    -> T
+  {
     try await events.next(within: timeout, what, match)
   }
 

@@ -53,7 +53,8 @@ struct TransportTests {
     probe.close()
     let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: collector.nextID, sink: collector.sink)
     _ = TCPConnector.connect(
-      ConnectionID(1 << 40), to: [Endpoint(host: "not-an-address", port: 1), Endpoint(host: "127.0.0.1", port: deadPort), Endpoint(host: "127.0.0.1", port: listener.port)],
+      ConnectionID(1 << 40),
+      to: [Endpoint(host: "not-an-address", port: 1), Endpoint(host: "127.0.0.1", port: deadPort), Endpoint(host: "127.0.0.1", port: listener.port)],
       loop: loop, sink: collector.sink)
     let connection = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
     #expect(connection.remote.port == listener.port)

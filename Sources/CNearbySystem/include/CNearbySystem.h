@@ -56,6 +56,14 @@ int nearby_open_fd_count(void);
 /// The resident set size of this process in bytes (from /proc/self/statm), or -1.
 long long nearby_resident_bytes(void);
 
+/// Blocks `signals` (a zero-terminated list) in the calling thread (and so in threads it
+/// creates later) and returns a signalfd that reads them, or -1 with errno.
+int nearby_signalfd(const int *signals);
+/// Reads one signal from a signalfd (blocking). Returns its number, or -1 with errno.
+int nearby_signalfd_read(int fd);
+/// Unblocks every signal in the calling thread.
+void nearby_unblock_all_signals(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,147 @@
+import Nearby
+
+/// Turns session events into one line each: text for people, or a JSON object for scripts.
+public struct EventFormatter: Sendable {
+  public var json: Bool
+
+  public init(json: Bool) { self.json = json }
+
+  /// Text from a peer made safe for a terminal: control characters (which could move the
+  /// cursor or change colors) are shown as escapes, and the line stays one line.
+  public static func sanitize(_ text: String) -> String {
+    var out = ""
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "\n": out += "\\n"
+      case "\t": out += "    "
+      case "\r": out += "\\r"
+      case _ where scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value <= 0x9F):
+        out += "\\x" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16)
+      default: out.unicodeScalars.append(scalar)
+      }
+    }
+    return out
+  }
+
+  static func peerJSON(_ peer: Peer) -> JSONValue {
+    .object([("id", .string(peer.id.hex)), ("name", .string(peer.name.value))])
+  }
+
+  static func label(_ peer: Peer) -> String { "\(sanitize(peer.name.value)) (\(peer.id.shortHex))" }
+
+  static func infoText(_ info: DiscoveryInfo) -> String {
+    info.isEmpty ? "" : " [" + info.map { "\(sanitize($0.key))=\(sanitize($0.value))" }.joined(separator: " ") + "]"
+  }
+
+  static func clock(_ milliseconds: UInt64) -> String {
+    var seconds = time_t(milliseconds / 1000)
+    var parts = tm()
+    localtime_r(&seconds, &parts)
+    func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+  }
+
+  /// The JSON of a discovered peer (`found` / `updated` / `nearby browse --json`).
+  public static func discoveredJSON(_ event: String, _ found: DiscoveredPeer) -> JSONValue {
+    .object([
+      ("event", .string(event)), ("peer", peerJSON(found.peer)), ("host", .string(found.hostName)),
+      ("port", .number(Int64(found.endpoints.first?.port ?? 0))),
+      ("addresses", .array(found.endpoints.map { .string($0.host) })),
+      ("info", .object(found.info.map { ($0.key, .string($0.value)) })),
+    ])
+  }
+
+  /// The text of a discovered peer.
+  public static func discoveredText(_ verb: String, _ found: DiscoveredPeer) -> String {
+    let addresses = found.endpoints.map(\.description).joined(separator: ", ")
+    return "* \(verb) \(label(found.peer)) at \(sanitize(found.hostName)) \(addresses)\(infoText(found.info))"
+  }
+
+  /// One line for an event, or nil for events this output does not show.
+  public func format(_ event: SessionEvent) -> String? {
+    json ? formatJSON(event)?.encoded : formatText(event)
+  }
+
+  func formatText(_ event: SessionEvent) -> String? {
+    switch event {
+    case .found(let peer): return Self.discoveredText("found", peer)
+    case .updated(let peer): return Self.discoveredText("updated", peer)
+    case .lost(let peer): return "* lost \(Self.label(peer))"
+    case .invitation(let invitation):
+      let context = invitation.context.isEmpty ? "" : " (context: \(Self.sanitize(String(decoding: invitation.context, as: UTF8.self))))"
+      let name = Self.sanitize(invitation.peer.name.value)
+      return "* \(Self.label(invitation.peer)) invites you\(context) — /accept \(name) or /decline \(name)"
+    case .invitationWithdrawn(let peer, let reason): return "* the invitation from \(Self.label(peer)) is gone: \(Self.sanitize(reason))"
+    case .connecting(let peer): return "* connecting to \(Self.label(peer))"
+    case .connected(let peer): return "* connected to \(Self.label(peer))"
+    case .declined(let peer, let reason):
+      return reason == .timeout
+        ? "* \(Self.label(peer)) did not answer your invitation in time"
+        : "* \(Self.label(peer)) declined your invitation (\(reason))"
+    case .disconnected(let peer, let reason): return "* disconnected from \(Self.label(peer)): \(Self.sanitize(reason.description))"
+    case .message(let message):
+      let text = Self.sanitize(String(decoding: message.body, as: UTF8.self))
+      return "[\(Self.clock(message.timestamp))] \(Self.sanitize(message.from.name.value))\(message.isPrivate ? " (private)" : ""): \(text)"
+    case .delivered(let id, let peer): return "* delivered #\(id) to \(Self.label(peer))"
+    case .error(let error): return "! \(Self.sanitize(error.description))"
+    case .status(let status):
+      switch status {
+      case .listening: return nil  // the chat prints its own ready line
+      case .advertised(let name): return "* advertised as \"\(Self.sanitize(name))\""
+      case .advertisingFailed(let text): return "! advertising: \(text)"
+      case .browsingFailed(let text): return "! browsing: \(text)"
+      case .foreignService(let instance, let reason): return "* ignoring '\(Self.sanitize(instance))': not a Nearby peer (\(Self.sanitize(reason)))"
+      case .connectionRejected(let peer, let reason):
+        return "* closed a connection\(peer.map { " from \(Self.label($0))" } ?? ""): \(Self.sanitize(reason))"
+      }
+    }
+  }
+
+  func formatJSON(_ event: SessionEvent) -> JSONValue? {
+    func object(_ name: String, _ members: [(String, JSONValue)]) -> JSONValue { .object([("event", .string(name))] + members) }
+    switch event {
+    case .found(let peer): return Self.discoveredJSON("found", peer)
+    case .updated(let peer): return Self.discoveredJSON("updated", peer)
+    case .lost(let peer): return object("lost", [("peer", Self.peerJSON(peer))])
+    case .invitation(let invitation):
+      return object(
+        "invitation", [("peer", Self.peerJSON(invitation.peer)), ("context", .string(String(decoding: invitation.context, as: UTF8.self)))])
+    case .invitationWithdrawn(let peer, let reason):
+      return object("invitationWithdrawn", [("peer", Self.peerJSON(peer)), ("reason", .string(reason))])
+    case .connecting(let peer): return object("connecting", [("peer", Self.peerJSON(peer))])
+    case .connected(let peer): return object("connected", [("peer", Self.peerJSON(peer))])
+    case .declined(let peer, let reason): return object("declined", [("peer", Self.peerJSON(peer)), ("reason", .string(reason.description))])
+    case .disconnected(let peer, let reason):
+      return object("disconnected", [("peer", Self.peerJSON(peer)), ("reason", .string(reason.description))])
+    case .message(let message):
+      return object(
+        "message",
+        [
+          ("from", Self.peerJSON(message.from)), ("text", .string(String(decoding: message.body, as: UTF8.self))),
+          ("id", .unsigned(message.id)), ("private", .bool(message.isPrivate)), ("timestamp", .unsigned(message.timestamp)),
+        ])
+    case .delivered(let id, let peer): return object("delivered", [("id", .unsigned(id)), ("peer", Self.peerJSON(peer))])
+    case .error(let error):
+      var members: [(String, JSONValue)] = [("message", .string(error.description))]
+      if case .undelivered(let id, let peer, let peerID, _) = error {
+        members.append(("id", .unsigned(id)))
+        members.append(("peer", peer.map(Self.peerJSON) ?? .object([("id", .string(peerID.hex))])))
+      }
+      return object("error", members)
+    case .status(let status):
+      switch status {
+      case .listening: return nil
+      case .advertised(let name): return object("advertised", [("name", .string(name))])
+      case .advertisingFailed(let text): return object("error", [("message", .string("advertising: \(text)"))])
+      case .browsingFailed(let text): return object("error", [("message", .string("browsing: \(text)"))])
+      case .foreignService(let instance, let reason): return object("foreign", [("instance", .string(instance)), ("reason", .string(reason))])
+      case .connectionRejected(let peer, let reason):
+        return object("rejected", [("peer", peer.map(Self.peerJSON) ?? .null), ("reason", .string(reason))])
+      }
+    }
+  }
+}
+
+#if canImport(Glibc)
+  import Glibc
+#endif
