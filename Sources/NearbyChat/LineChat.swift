@@ -16,23 +16,42 @@ public struct ChatOptions: Sendable {
   }
 }
 
-/// `nearby chat` in line mode: every input line is a command or a message, every event one
-/// output line (text or JSON). It is the thin shell around a ``NearbySession`` that scripts
-/// and tests drive through pipes.
+/// What the chat shows: session events, and the chat's own answers to commands. A
+/// ``ChatOutput`` decides how (plain text, JSON, or the terminal UI).
+public enum ChatLine: Sendable {
+  case ready(Peer, port: UInt16, service: ServiceType)
+  case event(SessionEvent)
+  /// Our own message, queued for these peers.
+  case sent(id: UInt64, text: String, to: [Peer], isPrivate: Bool)
+  case peers([DiscoveredPeer])
+  case who([Peer])
+  case invitations([IncomingInvitation])
+  /// Text from the chat itself (help, a hint).
+  case notice(String)
+  /// A command that could not be carried out, and what to do.
+  case error(String)
+}
+
+/// Where chat lines go.
+public protocol ChatOutput: Sendable {
+  func show(_ line: ChatLine)
+}
+
+/// The chat behind every front end: every input line is a command or a message, and every
+/// event and answer goes to a ``ChatOutput``. It is the thin shell around a
+/// ``NearbySession`` that people (through the terminal UI) and scripts (through pipes) drive.
 public actor LineChat {
   let session: NearbySession
-  let output: OutputWriter
-  let formatter: EventFormatter
+  let output: any ChatOutput
   let connect: [Endpoint]
   /// Messages sent and not yet delivered or failed, per peer.
   private var outstanding: [UInt64: Set<PeerID>] = [:]
   private var drainWaiter: CheckedContinuation<Void, Never>?
   private var quitting = false
 
-  public init(session: NearbySession, output: OutputWriter = .standardOutput, json: Bool, connect: [Endpoint] = []) {
+  public init(session: NearbySession, output: any ChatOutput, connect: [Endpoint] = []) {
     self.session = session
     self.output = output
-    self.formatter = EventFormatter(json: json)
     self.connect = connect
   }
 
@@ -77,17 +96,7 @@ public actor LineChat {
   func handle(_ event: SessionEvent) async {
     switch event {
     case .status(.listening(let port)):
-      let peer = session.configuration.peer
-      let service = session.configuration.serviceType
-      if formatter.json {
-        output.line(
-          JSONValue.object([
-            ("event", .string("ready")), ("id", .string(peer.id.hex)), ("name", .string(peer.name.value)), ("port", .number(Int64(port))),
-            ("service", .string(service.type)),
-          ]).encoded)
-      } else {
-        output.line("* ready: \(EventFormatter.label(peer)) listening on port \(port), service \(service.type) — /help for commands")
-      }
+      output.show(.ready(session.configuration.peer, port: port, service: session.configuration.serviceType))
       for endpoint in connect { await session.invite(endpoints: [endpoint]) }
     case .delivered(let id, let peer):
       settle(id, peer.id)
@@ -98,7 +107,7 @@ public actor LineChat {
     default:
       break
     }
-    if let line = formatter.format(event) { output.line(line) }
+    output.show(.event(event))
   }
 
   private func settle(_ id: UInt64, _ peer: PeerID) {
@@ -122,35 +131,11 @@ public actor LineChat {
       await quit()
       return true
     case .help:
-      for row in ChatCommand.helpText.split(separator: "\n") { note(String(row)) }
-    case .invalid(let hint): note(hint, isError: true)
-    case .peers:
-      let found = await session.discoveredPeers
-      if formatter.json {
-        output.line(
-          JSONValue.object([("event", .string("peers")), ("peers", .array(found.map { EventFormatter.discoveredJSON("found", $0) }))]).encoded)
-      } else if found.isEmpty {
-        note("no peers found yet")
-      } else {
-        for peer in found { output.line(EventFormatter.discoveredText("peer", peer)) }
-      }
-    case .who:
-      let connected = await session.connectedPeers
-      if formatter.json {
-        output.line(JSONValue.object([("event", .string("who")), ("peers", .array(connected.map(EventFormatter.peerJSON)))]).encoded)
-      } else {
-        note(connected.isEmpty ? "nobody is connected" : "connected: " + connected.map(EventFormatter.label).joined(separator: ", "))
-      }
-    case .invitations:
-      let pending = await session.pendingInvitations
-      if formatter.json {
-        output.line(
-          JSONValue.object([("event", .string("invitations")), ("peers", .array(pending.map { EventFormatter.peerJSON($0.peer) }))]).encoded)
-      } else {
-        note(
-          pending.isEmpty
-            ? "no invitation is waiting" : "waiting for your answer: " + pending.map { EventFormatter.label($0.peer) }.joined(separator: ", "))
-      }
+      for row in ChatCommand.helpText.split(separator: "\n") { output.show(.notice(String(row))) }
+    case .invalid(let hint): output.show(.error(hint))
+    case .peers: output.show(.peers(await session.discoveredPeers))
+    case .who: output.show(.who(await session.connectedPeers))
+    case .invitations: output.show(.invitations(await session.pendingInvitations))
     case .invite(let target, let context):
       guard let peer = await resolve(target, among: await candidates(connectedFirst: false), what: "peer") else { break }
       await session.invite(peer.id, context: Array(context.utf8))
@@ -181,7 +166,7 @@ public actor LineChat {
   private func resolve(_ query: String, among peers: [Peer], what: String) async -> Peer? {
     let resolution = PeerResolver.resolve(query, among: peers)
     if case .peer(let peer) = resolution { return peer }
-    note(PeerResolver.hint(for: query, resolution, what: what), isError: true)
+    output.show(.error(PeerResolver.hint(for: query, resolution, what: what)))
     return nil
   }
 
@@ -189,20 +174,9 @@ public actor LineChat {
     let (id, peers) = await session.sendTracked(Array(text.utf8), to: recipients)
     guard !peers.isEmpty else { return }
     outstanding[id] = Set(peers.map(\.id))
-    if formatter.json {
-      output.line(JSONValue.object([("event", .string("sent")), ("id", .unsigned(id)), ("to", .array(peers.map(EventFormatter.peerJSON)))]).encoded)
-    } else {
-      output.line("* sent #\(id) to \(peers.map(EventFormatter.label).joined(separator: ", "))")
-    }
-  }
-
-  /// A line for the person (or an error object in JSON mode).
-  private func note(_ text: String, isError: Bool = false) {
-    if formatter.json {
-      output.line(JSONValue.object([("event", .string(isError ? "error" : "notice")), ("message", .string(text))]).encoded)
-    } else {
-      output.line((isError ? "! " : "* ") + text)
-    }
+    var isPrivate = false
+    if case .peers = recipients { isPrivate = true }
+    output.show(.sent(id: id, text: text, to: peers, isPrivate: isPrivate))
   }
 
   // MARK: Ending

@@ -124,7 +124,7 @@ func runChat(_ command: ParsedCommand) async -> Int32 {
   let session = NearbySession(configuration: configuration)
   let json = command.flag("json")
   let input = LineReader.lines()
-  let chat = LineChat(session: session, json: json, connect: endpoints)
+  let chat = LineChat(session: session, output: PlainOutput(json: json), connect: endpoints)
   let code = await chat.run(input: input, signals: signals?.signals)
   withExtendedLifetime(identity) {}
   return code

@@ -1,0 +1,58 @@
+import Nearby
+
+/// The line-mode output: one line of text (or one JSON object) per chat line, written as it
+/// happens.
+public struct PlainOutput: ChatOutput {
+  public let writer: OutputWriter
+  public let formatter: EventFormatter
+
+  public init(writer: OutputWriter = .standardOutput, json: Bool) {
+    self.writer = writer
+    self.formatter = EventFormatter(json: json)
+  }
+
+  public func show(_ line: ChatLine) {
+    if let text = render(line) { writer.line(text) }
+  }
+
+  /// The text of a chat line (nil: nothing to show).
+  public func render(_ line: ChatLine) -> String? {
+    let json = formatter.json
+    switch line {
+    case .ready(let peer, let port, let service):
+      if json {
+        return JSONValue.object([
+          ("event", .string("ready")), ("id", .string(peer.id.hex)), ("name", .string(peer.name.value)), ("port", .number(Int64(port))),
+          ("service", .string(service.type)),
+        ]).encoded
+      }
+      return "* ready: \(EventFormatter.label(peer)) listening on port \(port), service \(service.type) — /help for commands"
+    case .event(let event):
+      return formatter.format(event)
+    case .sent(let id, _, let peers, _):
+      if json {
+        return JSONValue.object([("event", .string("sent")), ("id", .unsigned(id)), ("to", .array(peers.map(EventFormatter.peerJSON)))]).encoded
+      }
+      return "* sent #\(id) to \(peers.map(EventFormatter.label).joined(separator: ", "))"
+    case .peers(let found):
+      if json {
+        return JSONValue.object([("event", .string("peers")), ("peers", .array(found.map { EventFormatter.discoveredJSON("found", $0) }))]).encoded
+      }
+      if found.isEmpty { return "* no peers found yet" }
+      return found.map { EventFormatter.discoveredText("peer", $0) }.joined(separator: "\n")
+    case .who(let connected):
+      if json { return JSONValue.object([("event", .string("who")), ("peers", .array(connected.map(EventFormatter.peerJSON)))]).encoded }
+      return connected.isEmpty ? "* nobody is connected" : "* connected: " + connected.map(EventFormatter.label).joined(separator: ", ")
+    case .invitations(let pending):
+      if json {
+        return JSONValue.object([("event", .string("invitations")), ("peers", .array(pending.map { EventFormatter.peerJSON($0.peer) }))]).encoded
+      }
+      return pending.isEmpty
+        ? "* no invitation is waiting" : "* waiting for your answer: " + pending.map { EventFormatter.label($0.peer) }.joined(separator: ", ")
+    case .notice(let text):
+      return json ? JSONValue.object([("event", .string("notice")), ("message", .string(text))]).encoded : "* " + text
+    case .error(let text):
+      return json ? JSONValue.object([("event", .string("error")), ("message", .string(text))]).encoded : "! " + text
+    }
+  }
+}
