@@ -89,7 +89,8 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyCommandLineTests",
-      dependencies: ["NearbyCommandLine"],
+      dependencies: ["NearbyCommandLine", "NearbyTestSupport"],
+      exclude: ["Golden"],
       swiftSettings: strict
     ),
     .testTarget(

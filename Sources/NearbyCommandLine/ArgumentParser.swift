@@ -190,7 +190,7 @@ public struct ArgumentParser: Sendable {
 
   /// `; did you mean '--name'?` when a known word is close.
   static func suggestion(_ word: String, _ candidates: [String], prefix: String = "") -> String {
-    let scored = candidates.map { ($0, editDistance(word, $0)) }.filter { $0.1 <= max(1, word.count / 3) }
+    let scored = candidates.map { ($0, editDistance(word, $0)) }.filter { $0.1 <= max(2, word.count / 3) }
     guard let best = scored.min(by: { $0.1 < $1.1 }) else { return "" }
     return "; did you mean '\(prefix)\(best.0)'?"
   }

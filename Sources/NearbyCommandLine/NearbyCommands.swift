@@ -15,17 +15,21 @@ public enum NearbyCommands {
   public static let chat = CommandSpec(
     name: "chat", abstract: "Chat with peers on the local network.",
     discussion: """
-      At a terminal, a chat with an input line that stays at the bottom. With --plain, or when
-      stdin or stdout is not a terminal, one line per event, and every input line is a command:
+      At a terminal: a chat with an input line that stays at the bottom. With
+      --plain, or when stdin or stdout is not a terminal: one line per event, and
+      each input line is a command or a message:
         /peers                     peers found on the network
         /who                       peers connected to you
         /invite NAME|ID [context]  invite a peer
-        /accept NAME|ID            accept an invitation      /decline NAME|ID   decline it
+        /accept NAME|ID            accept an invitation
+        /decline NAME|ID           decline it
         /invitations               invitations waiting for your answer
-        /msg NAME|ID text          a private message          /leave NAME|ID     end a session
-        /help                      this list                  /quit              leave everyone
-      Any other line goes to every connected peer. End of input means /quit once pending
-      messages are delivered or failed.
+        /msg NAME|ID text          a private message
+        /leave NAME|ID             end a session
+        /help                      this list
+        /quit                      leave everyone and exit
+      Any other line goes to every connected peer. End of input means /quit once
+      pending messages are delivered or failed.
       """,
     options: [
       OptionSpec(
@@ -36,6 +40,7 @@ public enum NearbyCommands {
       OptionSpec("allow", .repeating(name: "ID,..."), help: "Peer ids whose invitations are always accepted (repeatable)."),
       OptionSpec("info", .repeating(name: "KEY=VALUE"), help: "Discovery info to publish in the TXT record (repeatable)."),
       OptionSpec("connect", .repeating(name: "HOST:PORT"), help: "Invite the peer listening there at start, without DNS-SD (repeatable)."),
+      OptionSpec("invite-timeout", .value(name: "SECONDS"), help: "How long peers have to answer your invitations.", default: "30"),
       OptionSpec("port", .value(name: "PORT"), help: "The TCP port to listen on.", default: "0: any free port"),
       json,
       OptionSpec("plain", help: "Line mode even at a terminal."),

@@ -79,6 +79,14 @@ public struct ReceivedMessage: Hashable, Sendable {
   /// Milliseconds since the Unix epoch, on the sender's clock.
   public let timestamp: UInt64
   public let body: [UInt8]
+
+  public init(id: UInt64, from: Peer, isPrivate: Bool, timestamp: UInt64, body: [UInt8]) {
+    self.id = id
+    self.from = from
+    self.isPrivate = isPrivate
+    self.timestamp = timestamp
+    self.body = body
+  }
 }
 
 /// Why a message did not reach a peer.

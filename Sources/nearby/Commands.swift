@@ -103,6 +103,13 @@ func runChat(_ command: ParsedCommand) async -> Int32 {
     guard let value = UInt16(text) else { usageError("invalid --port '\(text)': give a number from 0 to 65535") }
     port = value
   }
+  var invitationTimeout = Duration.seconds(30)
+  if let text = command.value("invite-timeout") {
+    guard let seconds = Double(text), seconds >= 0.1, seconds <= 600 else {
+      usageError("invalid --invite-timeout '\(text)': give a number of seconds from 0.1 to 600")
+    }
+    invitationTimeout = .milliseconds(Int64(seconds * 1000))
+  }
   let identity: IdentityStore
   do {
     identity = try IdentityStore(directory: stateDirectory)
@@ -116,6 +123,7 @@ func runChat(_ command: ParsedCommand) async -> Int32 {
   configuration.allowList = allowList
   configuration.discoveryInfo = info
   configuration.listenPort = port
+  configuration.invitationTimeout = invitationTimeout
   do {
     _ = try PeerAdvertisement(peer: configuration.peer, info: info).txtRecord()
   } catch {

@@ -72,21 +72,26 @@ public struct WaitError: Error, CustomStringConvertible {
 }
 
 /// Runs a command to completion and returns its exit status and combined output.
-/// The child runs with signals unblocked (``ChildProcess``) and is killed on timeout.
+/// The child runs with signals unblocked (``ChildProcess``) and is killed on timeout. Output
+/// is read while it runs; once it has exited, whatever its own children (daemons that keep
+/// the pipe open) write is not waited for.
 public func run(_ arguments: [String], timeout: Duration = .seconds(20)) async throws -> (status: Int32, output: String) {
   let output = try OutputCapture()
   let child = try ChildProcess(
     arguments[0], Array(arguments.dropFirst()), standardInput: .null, standardOutput: .descriptor(output.writeFD),
     standardError: .descriptor(output.writeFD))
   output.closeWriteEnd()
+  let reading = Task { await output.read() }
   let watchdog = Task {
     try await Task.sleep(for: timeout)
     child.terminate(SIGKILL)
   }
   let status = await child.wait()
+  let timedOut = !watchdog.isCancelled && status == 128 + SIGKILL
   watchdog.cancel()
-  let text = await output.read()
-  if status == 128 + SIGKILL, watchdog.isCancelled == false {
+  output.childExited()
+  let text = await reading.value
+  if timedOut {
     throw WaitError(description: "\(arguments.joined(separator: " ")) did not finish within \(timeout): \(text)")
   }
   return (status, text)
@@ -97,6 +102,7 @@ public final class OutputCapture: @unchecked Sendable {
   public let readFD: Int32
   public let writeFD: Int32
   private var writeOpen = true
+  private let exited = Atomic<Bool>(false)
 
   public init() throws {
     var fds: [Int32] = [0, 0]
@@ -113,17 +119,35 @@ public final class OutputCapture: @unchecked Sendable {
     }
   }
 
-  /// Reads until EOF (off the cooperative pool).
+  /// The writer has exited: stop at EOF or after 200 ms without data.
+  public func childExited() { exited.store(true, ordering: .releasing) }
+
+  /// Reads until EOF, or until the writer has exited and nothing more comes (off the pool).
   public func read() async -> String {
     let fd = readFD
     return await withCheckedContinuation { continuation in
-      Thread.detachNewThread {
+      Thread.detachNewThread { [self] in
         var data: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
+        var quietSince: UInt64 = 0
         while true {
+          var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+          let ready = poll(&descriptor, 1, 50)
+          if ready == 0 {
+            if exited.load(ordering: .acquiring) {
+              quietSince += 50
+              if quietSince >= 200 { break }
+            }
+            continue
+          }
+          if ready < 0 {
+            if errno == EINTR { continue }
+            break
+          }
           let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
           if count < 0 && errno == EINTR { continue }
           if count <= 0 { break }
+          quietSince = 0
           data.append(contentsOf: buffer[0..<count])
         }
         close(fd)

@@ -1,0 +1,72 @@
+import NearbyCommandLine
+import Testing
+
+@Suite("Argument parser")
+struct ArgumentParserTests {
+  let parser = ArgumentParser(root: NearbyCommands.root)
+
+  @Test func optionsFlagsAndValuesInEveryForm() throws {
+    let parsed = try parser.parse(["chat", "-n", "alice", "--service=chat-room", "--json", "--allow", "a,b", "--allow", "c", "--info", "x=1"])
+    #expect(parsed.path == ["nearby", "chat"])
+    #expect(parsed.value("name") == "alice")
+    #expect(parsed.value("service") == "chat-room")
+    #expect(parsed.flag("json"))
+    #expect(!parsed.flag("plain"))
+    #expect(parsed.values("allow") == ["a,b", "c"])
+    #expect(parsed.values("info") == ["x=1"])
+  }
+
+  @Test func environmentFillsMissingOptionsOnly() throws {
+    let parsed = try parser.parse(["chat", "--name", "cli"], environment: ["NEARBY_NAME": "env", "NEARBY_STATE_DIR": "/tmp/s"])
+    #expect(parsed.value("name") == "cli")
+    #expect(parsed.value("state-dir") == "/tmp/s")
+  }
+
+  @Test(
+    "usage errors name the problem",
+    arguments: [
+      (["chat", "--nmae", "x"], "unknown option '--nmae'; did you mean '--name'?"),
+      (["chat", "--name"], "option '--name' needs a value (NAME)"),
+      (["chat", "--accept", "maybe"], "'maybe' is not a valid value for '--accept': use one of ask, all, none"),
+      (["chat", "--json=yes"], "flag '--json' does not take a value"),
+      (["chat", "extra"], "unexpected argument 'extra'"),
+      (["chta"], "unknown command 'chta'; did you mean 'chat'?"),
+      ([], "missing command: choose one of chat, browse, relay, bench, lab"),
+      (["browse", "-x"], "unknown option '-x'"),
+    ])
+  func usageErrors(arguments: [String], message: String) {
+    #expect {
+      _ = try parser.parse(arguments)
+    } throws: { error in
+      guard case .usage(let text, _) = error as? CommandLineError else { return false }
+      return text == message
+    }
+  }
+
+  @Test func helpAndVersionRequests() {
+    #expect(throws: CommandLineError.helpRequested(path: ["nearby", "chat"])) { try parser.parse(["chat", "--name", "x", "--help"]) }
+    #expect(throws: CommandLineError.helpRequested(path: ["nearby", "browse"])) { try parser.parse(["help", "browse"]) }
+    #expect(throws: CommandLineError.helpRequested(path: ["nearby"])) { try parser.parse(["-h"]) }
+    #expect(throws: CommandLineError.versionRequested) { try parser.parse(["--version"]) }
+  }
+
+  @Test func doubleDashEndsOptions() throws {
+    let parsed = try parser.parse(["lab", "--hosts", "a,b", "--", "nearby", "browse", "--timeout", "3"])
+    #expect(parsed.variadic("command") == ["nearby", "browse", "--timeout", "3"])
+  }
+
+  @Test func negativeLookingNumbersAreValues() throws {
+    let parsed = try parser.parse(["browse", "--timeout", "-1"])
+    #expect(parsed.value("timeout") == "-1")
+  }
+
+  @Test func helpTextListsEveryOptionWithItsDefault() {
+    let help = HelpFormatter(root: NearbyCommands.root).help(["nearby", "chat"])
+    for option in ["--name NAME", "--service TYPE", "--accept POLICY", "--allow ID,...", "--json", "--plain", "--state-dir DIR", "-h, --help"] {
+      #expect(help.contains(option), "\(option) missing")
+    }
+    #expect(help.contains("(values: ask, all, none)"))
+    #expect(help.contains("(default: nearby-devices)"))
+    for line in help.split(separator: "\n") { #expect(line.count <= 80, "too wide: \(line)") }
+  }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import NearbyTestSupport
+import Testing
+
+/// The built `nearby` binary: help text (golden files), exit codes, where errors go.
+@Suite("The nearby binary")
+struct BinaryTests {
+  static let goldenDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden").path
+
+  static let helpCases: [(String, [String])] = [
+    ("nearby", ["--help"]), ("chat", ["chat", "--help"]), ("browse", ["help", "browse"]), ("relay", ["relay", "-h"]),
+    ("bench", ["bench", "--help"]), ("lab", ["lab", "--help"]),
+  ]
+
+  /// Runs the binary with a fixed width, separating stdout and stderr.
+  static func nearby(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let out = Repository.temporaryDirectory("nearby-out")
+    let (status, _) = try await run(
+      ["/bin/sh", "-c", "COLUMNS=80 \"$0\" \"$@\" >\(out)/stdout 2>\(out)/stderr", Repository.nearby] + arguments, timeout: .seconds(20))
+    let stdout = (try? String(contentsOfFile: out + "/stdout", encoding: .utf8)) ?? ""
+    let stderr = (try? String(contentsOfFile: out + "/stderr", encoding: .utf8)) ?? ""
+    return (status, stdout, stderr)
+  }
+
+  @Test("help text matches its golden file", arguments: helpCases.map(\.0))
+  func golden(name: String) async throws {
+    let arguments = Self.helpCases.first { $0.0 == name }!.1
+    let (status, stdout, stderr) = try await Self.nearby(arguments)
+    #expect(status == 0)
+    #expect(stderr.isEmpty)
+    let path = "\(Self.goldenDirectory)/\(name).txt"
+    if ProcessInfo.processInfo.environment["NEARBY_UPDATE_GOLDEN"] == "1" {
+      try stdout.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+    let expected = try String(contentsOfFile: path, encoding: .utf8)
+    #expect(stdout == expected, "help for \(name) changed: run NEARBY_UPDATE_GOLDEN=1 swift test --filter BinaryTests and review the diff")
+  }
+
+  @Test func versionGoesToStdoutWithExitZero() async throws {
+    let (status, stdout, stderr) = try await Self.nearby(["--version"])
+    #expect(status == 0)
+    #expect(stdout.hasPrefix("nearby "))
+    #expect(stderr.isEmpty)
+  }
+
+  @Test(
+    "usage errors: Error and usage on stderr, exit 64",
+    arguments: [
+      ["chat", "--bogus"], ["browse", "--timeout"], ["frobnicate"], [], ["chat", "--service", "Bad_Type"], ["chat", "--name", ""],
+      ["browse", "--timeout", "soon"], ["chat", "--connect", "somewhere"], ["chat", "--info", "id=1"], ["chat", "--allow", "xyz"],
+    ])
+  func usageErrors(arguments: [String]) async throws {
+    let (status, stdout, stderr) = try await Self.nearby(arguments)
+    #expect(status == 64)
+    #expect(stdout.isEmpty)
+    #expect(stderr.hasPrefix("Error: "), "\(stderr)")
+    #expect(stderr.contains("Usage: nearby"))
+    #expect(stderr.contains("--help' for more information"))
+  }
+
+  @Test func aSecondProcessOnOneIdentityIsRefusedWithTheFix() async throws {
+    let state = Repository.temporaryDirectory()
+    let first = try PeerProcess("first", ["chat", "--name", "a", "--json", "--state-dir", state, "--port", "0"], environment: ["NEARBY_TEST": "1"])
+    // The first holds the lock as soon as it prints anything (ready or a discovery error).
+    _ = try? await first.expect("ready", within: .seconds(10))
+    let (status, _, stderr) = try await Self.nearby(["chat", "--name", "b", "--state-dir", state])
+    #expect(status == 1)
+    #expect(stderr.contains("another nearby process"))
+    #expect(stderr.contains("--state-dir"))
+    await first.stop()
+  }
+}
