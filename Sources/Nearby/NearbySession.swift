@@ -417,21 +417,26 @@ public actor NearbySession {
     var failures: [SessionAction] = []
     if ids.count == 1 {
       let result = connections[ids[0]]?.send(message: message) ?? .closed
-      if result != .queued { noteFailure(message.id, ids[0], result, into: &failures) }
+      if result != .queued { noteFailure(message, ids[0], result, into: &failures) }
     } else {
       var bytes: [UInt8] = []
       FrameEncoder.encodeMessage(message, into: &bytes)
       for id in ids {
         let result = connections[id]?.send(encoded: bytes) ?? .closed
-        if result != .queued { noteFailure(message.id, id, result, into: &failures) }
+        if result != .queued { noteFailure(message, id, result, into: &failures) }
       }
     }
     if !failures.isEmpty { perform(failures) }
   }
 
-  private func noteFailure(_ messageID: UInt64, _ id: ConnectionID, _ result: TCPConnection.QueueResult, into actions: inout [SessionAction]) {
+  private func noteFailure(_ message: Frame.Message, _ id: ConnectionID, _ result: TCPConnection.QueueResult, into actions: inout [SessionAction]) {
+    guard message.sender == configuration.peer.id else {
+      // A relay forwarding someone else's message: the origin is told.
+      machine.forwardFailed(message, on: id, into: &actions)
+      return
+    }
     let reason: UndeliveredReason = result == .full ? .queueFull : .connectionClosed(.closedWhileClosing)
-    machine.sendFailed(messageID: messageID, on: id, reason: reason, into: &actions)
+    machine.sendFailed(messageID: message.id, on: id, reason: reason, into: &actions)
   }
 
   private func emit(_ event: SessionEvent) {

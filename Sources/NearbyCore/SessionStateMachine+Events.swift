@@ -20,13 +20,19 @@ extension SessionStateMachine {
     case .delivered(let delivered):
       acknowledged(delivered, on: id, into: &actions)
     case .undeliverable(let report):
-      connections[id]?.unacked.remove(report.messageID)
+      guard report.origin == localPeer.id else {
+        routeTowardOrigin(report.origin, .undeliverable(report), from: id, into: &actions)
+        return
+      }
+      let removedDirect = peers[report.recipient]?.session.map { connections[$0]?.unacked.remove(report.messageID) == true } ?? false
+      let removedRelayed = relayPending[report.messageID]?.removeValue(forKey: report.recipient) != nil
+      if relayPending[report.messageID]?.isEmpty == true { relayPending[report.messageID] = nil }
+      guard removedDirect || removedRelayed else { return }
       let peer = peers[report.recipient]?.peer
       actions.append(
         .emit(.error(.undelivered(messageID: report.messageID, peer: peer, peerID: report.recipient, reason: .remote(report.reason)))))
-    case .roster:
-      // Rosters are handled by relay-aware sessions (section 9); a plain session ignores them.
-      break
+    case .roster(let roster):
+      receivedRoster(roster, on: id, into: &actions)
     case .roundTrip:
       break
     case .closed(let reason):
@@ -174,8 +180,10 @@ extension SessionStateMachine {
     guard let peerID = connections[id]?.peerID, var record = peers[peerID] else { return }
     if record.outbound == id { record.outbound = nil }
     record.session = id
+    record.announcedReachable = false
     peers[peerID] = record
     actions.append(.emit(.connected(record.peer)))
+    relaySessionEstablished(id, peerID: peerID, into: &actions)
     // 6.3: the losing crossing connection(s) are closed.
     for (other, connection) in connections where other != id && connection.peerID == peerID && connection.held {
       connections[other]?.held = false
@@ -205,6 +213,7 @@ extension SessionStateMachine {
     if peers[peerID]?.session == id {
       peers[peerID]?.session = nil
       if let peer { actions.append(.emit(.disconnected(peer, reason))) }
+      relaySessionEnded(id, peerID: peerID, into: &actions)
     } else if peers[peerID]?.outbound == id {
       peers[peerID]?.outbound = nil
       if case .goodbye(.duplicate) = reason {
@@ -228,7 +237,7 @@ extension SessionStateMachine {
 
   /// Drops the record of a peer that is neither discovered nor connected.
   mutating func forgetIfIdle(_ peerID: PeerID, except: ConnectionID? = nil) {
-    guard let record = peers[peerID], record.discovered == nil, record.session == nil, record.outbound == nil else { return }
+    guard let record = peers[peerID], record.discovered == nil, record.session == nil, record.outbound == nil, record.routes.isEmpty else { return }
     if connections.contains(where: { $0.key != except && $0.value.peerID == peerID }) { return }
     peers[peerID] = nil
   }

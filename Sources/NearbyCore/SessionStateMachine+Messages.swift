@@ -93,13 +93,19 @@ extension SessionStateMachine {
       return (messageID, [])
     }
     var targets: [ConnectionID] = []
+    var relayed: [PeerID: ConnectionID] = [:]
     let addressed: [PeerID]
     switch recipients {
     case .all:
       addressed = []
-      for (_, record) in peers {
-        if let id = record.session { targets.append(id) }
+      for (peerID, record) in peers where peerID != localPeer.id {
+        if let id = record.session {
+          targets.append(id)
+        } else if !record.isRelay, let route = record.bestRoute {
+          relayed[peerID] = route
+        }
       }
+      for route in Set(relayed.values) where !targets.contains(route) { targets.append(route) }
       if targets.isEmpty {
         actions.append(.emit(.error(.rejected("message \(messageID) not sent: no peer is connected (invite one with /invite NAME)"))))
         return (messageID, [])
@@ -115,7 +121,10 @@ extension SessionStateMachine {
       addressed = unique
       for peerID in unique {
         if let id = peers[peerID]?.session {
-          targets.append(id)
+          if !targets.contains(id) { targets.append(id) }
+        } else if let route = peers[peerID]?.bestRoute {
+          relayed[peerID] = route
+          if !targets.contains(route) { targets.append(route) }
         } else {
           actions.append(
             .emit(.error(.undelivered(messageID: messageID, peer: peers[peerID]?.peer, peerID: peerID, reason: .notConnected))))
@@ -124,51 +133,99 @@ extension SessionStateMachine {
       if targets.isEmpty { return (messageID, []) }
     }
     let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: addressed, body: body)
+    var expected: [PeerID] = []
     for id in targets {
-      connections[id]?.unacked.append(messageID)
       connections[id]?.machine?.noteSent(now: now)
+      // A direct session expects an acknowledgement from its peer (relays do not consume).
+      guard let peerID = connections[id]?.peerID, peers[peerID]?.isRelay != true else { continue }
+      if case .peers(let ids) = recipients, !ids.contains(peerID) { continue }
+      connections[id]?.unacked.append(messageID)
+      expected.append(peerID)
+    }
+    if !relayed.isEmpty {
+      relayPending[messageID] = relayed
+      expected += relayed.keys.sorted()
     }
     actions.append(.sendMessage(message, targets))
-    return (messageID, targets.compactMap { connections[$0]?.peerID })
+    return (messageID, expected)
   }
 
   /// The shell could not queue a message on a connection (its queue is full).
   public mutating func sendFailed(messageID: UInt64, on id: ConnectionID, reason: UndeliveredReason, into actions: inout [SessionAction]) {
-    guard connections[id]?.unacked.remove(messageID) == true, let peerID = connections[id]?.peerID else { return }
-    actions.append(.emit(.error(.undelivered(messageID: messageID, peer: peers[peerID]?.peer, peerID: peerID, reason: reason))))
+    if connections[id]?.unacked.remove(messageID) == true, let peerID = connections[id]?.peerID {
+      actions.append(.emit(.error(.undelivered(messageID: messageID, peer: peers[peerID]?.peer, peerID: peerID, reason: reason))))
+    }
+    // Peers reached through that connection (a relay) do not get it either.
+    for (recipient, route) in relayPending[messageID] ?? [:] where route == id {
+      relayPending[messageID]?[recipient] = nil
+      actions.append(.emit(.error(.undelivered(messageID: messageID, peer: peers[recipient]?.peer, peerID: recipient, reason: reason))))
+    }
+    if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
   }
 
   mutating func deliver(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
-    // Direct connection: the connection's machine checked that the sender is its peer.
-    guard let from = peers[message.sender]?.peer else { return }
+    if deduplicates, !seen.insert(sender: message.sender, id: message.id) {
+      relayStatistics.duplicatesDropped += 1
+      return
+    }
+    if isRelay {
+      forward(message, from: id, into: &actions)
+      return
+    }
     if message.isPrivate, !message.recipients.contains(localPeer.id) {
       let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: message.recipients[0], reason: .notForMe)
       actions.append(.send(id, .undeliverable(report)))
       return
     }
+    let from: Peer
+    if let known = peers[message.sender]?.peer {
+      from = known
+    } else {
+      // A peer behind a relay whose roster entry has not arrived (yet): name it by its id.
+      from = Peer(id: message.sender, name: try! DisplayName("peer-\(message.sender.shortHex)"))
+    }
     actions.append(
       .emit(.message(ReceivedMessage(id: message.id, from: from, isPrivate: message.isPrivate, timestamp: message.timestamp, body: message.body))))
-    connections[id]?.acks.append(message.id)
+    connections[id]?.acks.append(Ack(origin: message.sender, id: message.id))
   }
 
   mutating func acknowledged(_ delivered: Frame.Delivered, on id: ConnectionID, into actions: inout [SessionAction]) {
-    guard delivered.origin == localPeer.id else { return }
+    guard delivered.origin == localPeer.id else {
+      routeTowardOrigin(delivered.origin, .delivered(delivered), from: id, into: &actions)
+      return
+    }
     guard let peer = peers[delivered.recipient]?.peer else { return }
-    for messageID in delivered.ids where connections[id]?.unacked.remove(messageID) == true {
-      actions.append(.emit(.delivered(messageID: messageID, to: peer)))
+    let direct = peers[delivered.recipient]?.session
+    for messageID in delivered.ids {
+      if let direct, connections[direct]?.unacked.remove(messageID) == true {
+        actions.append(.emit(.delivered(messageID: messageID, to: peer)))
+      } else if relayPending[messageID]?.removeValue(forKey: delivered.recipient) != nil {
+        if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+        actions.append(.emit(.delivered(messageID: messageID, to: peer)))
+      }
     }
   }
 
   mutating func flushAcknowledgements(on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
-    guard let acks = connections[id]?.acks, !acks.isEmpty, let peerID = connections[id]?.peerID else { return }
+    guard let acks = connections[id]?.acks, !acks.isEmpty else { return }
     connections[id]!.acks.removeAll(keepingCapacity: true)
-    var start = 0
-    while start < acks.count {
-      let end = min(start + ProtocolLimits.maximumDeliveredIDs, acks.count)
-      let frame = Frame.delivered(Frame.Delivered(origin: peerID, recipient: localPeer.id, ids: Array(acks[start..<end])))
-      actions.append(.send(id, frame))
-      start = end
+    // Usually every message of a batch has one origin (the peer on the connection).
+    var origins: [PeerID] = []
+    var idsByOrigin: [PeerID: [UInt64]] = [:]
+    for ack in acks {
+      if idsByOrigin[ack.origin] == nil { origins.append(ack.origin) }
+      idsByOrigin[ack.origin, default: []].append(ack.id)
+    }
+    for origin in origins {
+      let ids = idsByOrigin[origin]!
+      var start = 0
+      while start < ids.count {
+        let end = min(start + ProtocolLimits.maximumDeliveredIDs, ids.count)
+        actions.append(.send(id, .delivered(Frame.Delivered(origin: origin, recipient: localPeer.id, ids: Array(ids[start..<end])))))
+        start = end
+      }
     }
     connections[id]!.machine?.noteSent(now: now)
   }
+
 }

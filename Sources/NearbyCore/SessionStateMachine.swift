@@ -20,8 +20,19 @@ public struct SessionStateMachine: Sendable {
     public var maximumPendingInvitations = 32
     /// Connected peers; invitations beyond are declined with `busy`. `nil`: no limit.
     public var maximumPeers: Int?
+    /// How many message identities relays (and peers behind relays) remember to drop copies.
+    public var seenMessagesCapacity = 65_536
 
     public init(local: Peer) { self.local = local }
+
+    /// Whether we are a relay (we forward messages and send rosters).
+    public var isRelay: Bool { capabilities.contains(.relay) }
+  }
+
+  /// A message id received, to acknowledge to its origin.
+  struct Ack: Sendable {
+    let origin: PeerID
+    let id: UInt64
   }
 
   struct ConnectionRecord: Sendable {
@@ -39,8 +50,10 @@ public struct SessionStateMachine: Sendable {
     var awaitingAnswer = false
     /// Messages sent on this connection and not yet acknowledged.
     var unacked = UInt64Queue()
-    /// Message ids received in the current batch, to acknowledge in one frame per origin.
-    var acks: [UInt64] = []
+    /// Messages received in the current batch, to acknowledge in one frame per origin.
+    var acks: [Ack] = []
+    /// The peer on this connection is a relay.
+    var toRelay = false
   }
 
   struct PeerRecord: Sendable {
@@ -50,6 +63,17 @@ public struct SessionStateMachine: Sendable {
     var session: ConnectionID?
     /// Our own attempt (connecting, handshaking or inviting).
     var outbound: ConnectionID?
+    /// Relay connections through which the peer can be reached, with the hop count.
+    var routes: [ConnectionID: UInt8] = [:]
+    /// The peer said it is a relay.
+    var isRelay = false
+    /// We reported it reachable through a relay (and not unreachable since).
+    var announcedReachable = false
+
+    /// The best relay route, if any (fewest hops, then lowest id: deterministic).
+    var bestRoute: ConnectionID? {
+      routes.min { ($0.value, $0.key) < ($1.value, $1.key) }?.key
+    }
   }
 
   public private(set) var configuration: Configuration
@@ -61,6 +85,12 @@ public struct SessionStateMachine: Sendable {
   private var nextInvitationID: UInt64
   var nextMessageID: UInt64
   public internal(set) var isShuttingDown = false
+  /// Messages already seen (relays, and peers with a relay connection).
+  var seen: SeenMessages
+  /// Messages we sent through relays and their expected recipients → route.
+  var relayPending: [UInt64: [PeerID: ConnectionID]] = [:]
+  /// What a relay forwarded and dropped.
+  public internal(set) var relayStatistics = RelayStatistics()
 
   /// - Parameters:
   ///   - configuration: who we are and how we answer.
@@ -74,6 +104,7 @@ public struct SessionStateMachine: Sendable {
     self.configuration = configuration
     self.nextMessageID = messageIDSeed
     self.nextInvitationID = invitationIDSeed
+    self.seen = SeenMessages(capacity: configuration.seenMessagesCapacity)
   }
 
   public var localPeer: Peer { configuration.local }
@@ -87,6 +118,14 @@ public struct SessionStateMachine: Sendable {
   /// Peers with an established session.
   public var connectedPeers: [Peer] {
     peers.values.filter { $0.session != nil }.map(\.peer).sorted { $0.name.value < $1.name.value }
+  }
+
+  /// Peers reached through a relay (not directly connected), with the relay.
+  public var relayedPeers: [(peer: Peer, via: Peer)] {
+    peers.values.compactMap { record -> (Peer, Peer)? in
+      guard record.session == nil, let route = record.bestRoute, let relay = connectionPeer(route) else { return nil }
+      return (record.peer, relay)
+    }.sorted { $0.0.name.value < $1.0.name.value }
   }
 
   /// Peers currently seen through DNS-SD.

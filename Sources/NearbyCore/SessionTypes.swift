@@ -154,6 +154,10 @@ public enum SessionEvent: Hashable, Sendable {
   case message(ReceivedMessage)
   case delivered(messageID: UInt64, to: Peer)
   case error(SessionError)
+  /// A peer we are not connected to can be reached through a relay (messages to it work).
+  case reachable(Peer, via: Peer)
+  /// A peer reached through relays cannot be reached any more.
+  case unreachable(Peer)
   /// Something about the session itself: listening, advertising, discovery trouble.
   case status(SessionStatus)
 }
@@ -185,4 +189,15 @@ public enum SessionAction: Sendable {
   case sendMessage(Frame.Message, [ConnectionID])
   case close(ConnectionID, CloseAction)
   case emit(SessionEvent)
+}
+
+/// Counters of a relay, for its stats line.
+public struct RelayStatistics: Hashable, Sendable {
+  public var forwardedMessages: UInt64 = 0
+  public var forwardedBytes: UInt64 = 0
+  public var duplicatesDropped: UInt64 = 0
+  public var unknownRecipients: UInt64 = 0
+  public var hopLimitDrops: UInt64 = 0
+  public var queueFullDrops: UInt64 = 0
+  public init() {}
 }

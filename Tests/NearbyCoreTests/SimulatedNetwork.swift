@@ -192,6 +192,8 @@ extension SessionEvent {
     case .message: "message"
     case .delivered: "delivered"
     case .error: "error"
+    case .reachable: "reachable"
+    case .unreachable: "unreachable"
     case .status: "status"
     }
   }

@@ -1,0 +1,194 @@
+/// Relays (PROTOCOL.md section 9): rosters, forwarding, duplicate and loop suppression.
+///
+/// A relay forwards every MESSAGE it has not seen to the peers it reaches, decrementing the
+/// hop limit, and routes DELIVERED and UNDELIVERABLE back towards their origin. It tells each
+/// peer which peers it can reach (ROSTER), so a peer behind a relay can message a peer it
+/// cannot discover itself. Routes prefer a direct session, then the fewest hops.
+extension SessionStateMachine {
+  /// The most hops a route may have; longer ones are ignored (no counting to infinity).
+  static let maximumRouteHops: UInt8 = 8
+
+  var isRelay: Bool { configuration.isRelay }
+
+  /// Whether copies of a message may arrive (relays, or a peer with a relay connection).
+  var deduplicates: Bool { isRelay || connections.values.contains { $0.toRelay } }
+
+  /// Peers on the roster we would give to the peer on `excluded`: every non-relay peer we
+  /// reach, with the hops from us (1: connected to us).
+  func rosterEntries(excluding excluded: ConnectionID) -> [Frame.Roster.Entry] {
+    var entries: [Frame.Roster.Entry] = []
+    for (id, record) in peers where id != localPeer.id && !record.isRelay {
+      if let session = record.session {
+        if session != excluded { entries.append(Frame.Roster.Entry(peer: record.peer, hops: 1)) }
+      } else if let hops = bestHops(record, excluding: excluded) {
+        entries.append(Frame.Roster.Entry(peer: record.peer, hops: hops + 1))
+      }
+    }
+    return entries.sorted { $0.peer.id < $1.peer.id }
+  }
+
+  /// The fewest hops to a peer through relays other than `excluded` (split horizon).
+  func bestHops(_ record: PeerRecord, excluding excluded: ConnectionID) -> UInt8? {
+    record.routes.filter { $0.key != excluded }.map(\.value).min()
+  }
+
+  /// The connection to use to reach a peer: its session, else its best relay route.
+  func route(to id: PeerID) -> ConnectionID? {
+    peers[id]?.session ?? peers[id]?.bestRoute
+  }
+
+  /// Session connections, in id order.
+  var sessionConnections: [(ConnectionID, PeerID)] {
+    peers.compactMap { id, record in record.session.map { ($0, id) } }.sorted { $0.0 < $1.0 }
+  }
+
+  // MARK: Sessions coming and going
+
+  mutating func relaySessionEstablished(_ id: ConnectionID, peerID: PeerID, into actions: inout [SessionAction]) {
+    let remoteIsRelay = connections[id]?.machine?.remoteIsRelay ?? false
+    connections[id]?.toRelay = remoteIsRelay
+    peers[peerID]?.isRelay = remoteIsRelay
+    guard isRelay else { return }
+    actions.append(.send(id, .roster(Frame.Roster(kind: .full, entries: rosterEntries(excluding: id)))))
+    guard !remoteIsRelay, let peer = peers[peerID]?.peer else { return }
+    for (other, _) in sessionConnections where other != id {
+      actions.append(.send(other, .roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: peer, hops: 1)]))))
+    }
+  }
+
+  /// A session connection is gone: its routes go with it; a relay tells its other peers.
+  mutating func relaySessionEnded(_ id: ConnectionID, peerID: PeerID, into actions: inout [SessionAction]) {
+    // Messages we sent through this connection wait for nothing any more.
+    for (messageID, expected) in relayPending {
+      for (recipient, route) in expected where route == id {
+        relayPending[messageID]?[recipient] = nil
+        actions.append(
+          .emit(
+            .error(
+              .undelivered(
+                messageID: messageID, peer: peers[recipient]?.peer, peerID: recipient, reason: .connectionClosed(.connectionLost("the relay went away")))
+            )))
+      }
+      if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+    }
+    var changed: [PeerID] = []
+    for (other, record) in peers where record.routes[id] != nil {
+      peers[other]?.routes[id] = nil
+      changed.append(other)
+    }
+    changed.append(peerID)
+    routesChanged(changed, from: id, wasDirect: peerID, into: &actions)
+  }
+
+  // MARK: Rosters
+
+  mutating func receivedRoster(_ roster: Frame.Roster, on id: ConnectionID, into actions: inout [SessionAction]) {
+    guard connections[id]?.toRelay == true else { return }
+    var changed: [PeerID] = []
+    if roster.kind == .full {
+      for (other, record) in peers where record.routes[id] != nil {
+        peers[other]?.routes[id] = nil
+        changed.append(other)
+      }
+    }
+    for entry in roster.entries where entry.peer.id != localPeer.id {
+      let other = entry.peer.id
+      if peers[other] == nil { peers[other] = PeerRecord(peer: entry.peer) }
+      if roster.kind == .remove {
+        peers[other]?.routes[id] = nil
+      } else if entry.hops >= 1, entry.hops <= Self.maximumRouteHops {
+        peers[other]?.routes[id] = entry.hops
+        if peers[other]?.session == nil { peers[other]?.peer = entry.peer }
+      }
+      changed.append(other)
+    }
+    routesChanged(changed, from: id, wasDirect: nil, into: &actions)
+  }
+
+  /// Reports reachability changes (peers) or passes roster changes on (relays).
+  private mutating func routesChanged(_ changed: [PeerID], from source: ConnectionID, wasDirect: PeerID?, into actions: inout [SessionAction]) {
+    var seenIDs = Set<PeerID>()
+    for other in changed where seenIDs.insert(other).inserted {
+      guard let record = peers[other] else { continue }
+      let reachable = record.session != nil || !record.routes.isEmpty
+      if isRelay {
+        guard !record.isRelay else { continue }
+        // Tell every other peer the new distance (or that it is gone).
+        for (connection, _) in sessionConnections where connection != source && record.session != connection {
+          if let hops = record.session != nil ? 0 : bestHops(record, excluding: connection) {
+            let entry = Frame.Roster.Entry(peer: record.peer, hops: hops + 1)
+            actions.append(.send(connection, .roster(Frame.Roster(kind: .add, entries: [entry]))))
+          } else {
+            let entry = Frame.Roster.Entry(peer: record.peer, hops: 1)
+            actions.append(.send(connection, .roster(Frame.Roster(kind: .remove, entries: [entry]))))
+          }
+        }
+      } else if record.session == nil {
+        if let route = record.bestRoute, let relay = connectionPeer(route) {
+          if !record.announcedReachable {
+            peers[other]?.announcedReachable = true
+            actions.append(.emit(.reachable(record.peer, via: relay)))
+          }
+        } else if record.announcedReachable {
+          peers[other]?.announcedReachable = false
+          actions.append(.emit(.unreachable(record.peer)))
+        }
+      }
+      if !reachable { forgetIfIdle(other) }
+    }
+  }
+
+  // MARK: Forwarding
+
+  /// A relay forwards a message it has not seen (the caller checked).
+  mutating func forward(_ message: Frame.Message, from incoming: ConnectionID, into actions: inout [SessionAction]) {
+    let canGoFurther = message.hopLimit > 1
+    var forwarded = message
+    forwarded.hopLimit = message.hopLimit > 0 ? message.hopLimit - 1 : 0
+    var targets: [ConnectionID] = []
+    if message.recipients.isEmpty {
+      for (connection, peerID) in sessionConnections where connection != incoming && peerID != message.sender {
+        if peers[peerID]?.isRelay == true && !canGoFurther {
+          relayStatistics.hopLimitDrops += 1
+          continue
+        }
+        targets.append(connection)
+      }
+    } else {
+      for recipient in message.recipients where recipient != localPeer.id {
+        var target: ConnectionID?
+        if let direct = peers[recipient]?.session {
+          target = direct
+        } else if canGoFurther {
+          target = peers[recipient]?.bestRoute
+        }
+        guard let target, target != incoming else {
+          let reason: UndeliverableReason = canGoFurther || peers[recipient]?.routes.isEmpty != false ? .unknownRecipient : .hopLimit
+          if reason == .hopLimit { relayStatistics.hopLimitDrops += 1 } else { relayStatistics.unknownRecipients += 1 }
+          let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: recipient, reason: reason)
+          actions.append(.send(incoming, .undeliverable(report)))
+          continue
+        }
+        if !targets.contains(target) { targets.append(target) }
+      }
+    }
+    guard !targets.isEmpty else { return }
+    relayStatistics.forwardedMessages += 1
+    relayStatistics.forwardedBytes += UInt64(message.body.count * targets.count)
+    actions.append(.sendMessage(forwarded, targets))
+  }
+
+  /// Sends a DELIVERED or UNDELIVERABLE on towards its origin (relays only).
+  mutating func routeTowardOrigin(_ origin: PeerID, _ frame: Frame, from incoming: ConnectionID, into actions: inout [SessionAction]) {
+    guard isRelay, let target = route(to: origin), target != incoming else { return }
+    actions.append(.send(target, frame))
+  }
+
+  /// The shell could not queue a message on a connection: a relay reports it to the origin.
+  public mutating func forwardFailed(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
+    guard isRelay, message.sender != localPeer.id, let recipient = connections[id]?.peerID else { return }
+    relayStatistics.queueFullDrops += 1
+    let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: recipient, reason: .queueFull)
+    if let target = route(to: message.sender) { actions.append(.send(target, .undeliverable(report))) }
+  }
+}

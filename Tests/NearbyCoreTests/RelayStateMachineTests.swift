@@ -1,0 +1,136 @@
+import NearbyCore
+import Testing
+
+@Suite("Relays on the simulated network")
+struct RelayStateMachineTests {
+  static let r1 = Peer(id: PeerID(hex: "00000000000000000000000000000101")!, name: try! DisplayName("r1"))
+  static let r2 = Peer(id: PeerID(hex: "00000000000000000000000000000102")!, name: try! DisplayName("r2"))
+  let a = Fixture.aliceID
+  let c = Fixture.carolID
+
+  /// alice — r1 — carol (and optionally r1 — r2 with carol behind r2 instead).
+  func network(twoRelays: Bool = false) -> SimulatedNetwork {
+    var net = SimulatedNetwork()
+    net.add(Self.r1, policy: .all) { $0.capabilities = .relay }
+    if twoRelays { net.add(Self.r2, policy: .all) { $0.capabilities = .relay } }
+    net.add(Fixture.alice, policy: .all)
+    net.add(Fixture.carol, policy: .all)
+    net.discoverAll()
+    for id in net.nodes.keys { _ = net.take(id) }
+    net.act(a) { m, x, now in m.invite(Self.r1.id, context: [], now: now, into: &x) }
+    if twoRelays {
+      net.act(Self.r1.id) { m, x, now in m.invite(Self.r2.id, context: [], now: now, into: &x) }
+      net.run()
+      net.act(c) { m, x, now in m.invite(Self.r2.id, context: [], now: now, into: &x) }
+    } else {
+      net.act(c) { m, x, now in m.invite(Self.r1.id, context: [], now: now, into: &x) }
+    }
+    net.run()
+    return net
+  }
+
+  @Test func peersBehindOneRelayReachEachOtherWithDelivery() throws {
+    var net = network()
+    #expect(net.take(a).contains(.reachable(Fixture.carol, via: Self.r1)))
+    #expect(net.take(c).contains(.reachable(Fixture.alice, via: Self.r1)))
+    var id: UInt64 = 0
+    var queuedFor: [PeerID] = []
+    net.act(a) { m, x, now in (id, queuedFor) = m.sendMessage(Array("hi carol".utf8), to: .peers([Fixture.carolID]), timestamp: 1, now: now, into: &x) }
+    #expect(queuedFor == [Fixture.carolID])
+    net.run()
+    let received = net.take(c)
+    guard case .message(let message)? = received.first else {
+      Issue.record("carol got \(received)")
+      return
+    }
+    #expect(message.from == Fixture.alice)
+    #expect(message.id == id)
+    #expect(message.isPrivate)
+    #expect(net.take(a) == [.delivered(messageID: id, to: Fixture.carol)])
+    // The relay delivers nothing to itself.
+    #expect(!net.take(Self.r1.id).contains { $0.kind == "message" })
+
+    // To all, the other way.
+    net.act(c) { m, x, now in (id, queuedFor) = m.sendMessage([7], to: .all, timestamp: 2, now: now, into: &x) }
+    #expect(queuedFor == [Fixture.aliceID])
+    net.run()
+    #expect(net.take(a).filter { $0.kind == "message" }.count == 1)
+    #expect(net.take(c) == [.delivered(messageID: id, to: Fixture.alice)])
+  }
+
+  @Test func aPeerThatLeavesIsDroppedFromEveryRosterAtOnce() {
+    var net = network()
+    _ = net.take(a)
+    net.act(c) { m, x, now in m.leave(Self.r1.id, now: now, into: &x) }
+    net.run()
+    #expect(net.take(a) == [.unreachable(Fixture.carol)])
+    var id: UInt64 = 0
+    net.act(a) { m, x, now in id = m.send([1], to: .peers([Fixture.carolID]), timestamp: 0, now: now, into: &x) }
+    guard case .error(.undelivered(id, _, _, .notConnected))? = net.take(a).first else {
+      Issue.record("no undelivered error")
+      return
+    }
+  }
+
+  @Test func twoRelaysCarryMessagesOnceWithoutLoopsOrDuplicates() {
+    var net = network(twoRelays: true)
+    #expect(net.take(a).contains(.reachable(Fixture.carol, via: Self.r1)))
+    #expect(net.take(c).contains(.reachable(Fixture.alice, via: Self.r2)))
+    // Alice also connects to r2: two paths from alice to carol now.
+    net.act(a) { m, x, now in m.invite(Self.r2.id, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    for round in 0..<5 {
+      var id: UInt64 = 0
+      net.act(a) { m, x, now in id = m.send([UInt8(round)], to: .all, timestamp: 0, now: now, into: &x) }
+      net.run()
+      let messages = net.take(c).filter { $0.kind == "message" }
+      #expect(messages.count == 1, "round \(round): \(messages)")
+      let delivered = net.take(a).filter { $0 == .delivered(messageID: id, to: Fixture.carol) }
+      #expect(delivered.count == 1)
+    }
+    // Nothing keeps circulating: the network is quiet.
+    #expect(net.queue.isEmpty)
+    let stats1 = net.nodes[Self.r1.id]!.relayStatistics
+    let stats2 = net.nodes[Self.r2.id]!.relayStatistics
+    #expect(stats1.duplicatesDropped + stats2.duplicatesDropped > 0)
+  }
+
+  @Test func unknownRecipientsAreReportedToTheSenderByTheRelay() {
+    var net = network()
+    _ = net.take(a)
+    // Alice believes dave is behind r1 (a stale roster entry), r1 does not know him.
+    let dave = Peer(id: PeerID(hex: "0000000000000000000000000000dddd")!, name: try! DisplayName("dave"))
+    net.act(a) { m, x, now in
+      m.received([.roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: dave, hops: 1)]))], on: m.sessionConnection(Self.r1.id)!, now: now, into: &x)
+    }
+    _ = net.take(a)
+    var id: UInt64 = 0
+    net.act(a) { m, x, now in id = m.send([1], to: .peers([dave.id]), timestamp: 0, now: now, into: &x) }
+    net.run()
+    let events = net.take(a)
+    #expect(events == [.error(.undelivered(messageID: id, peer: dave, peerID: dave.id, reason: .remote(.unknownRecipient)))], "\(events)")
+  }
+
+  @Test func theHopLimitStopsForwardingBetweenRelays() {
+    var net = network(twoRelays: true)
+    _ = net.take(c)
+    // A message that arrives at r1 with hopLimit 1 may not cross to r2.
+    let message = Frame.Message(id: 99, sender: a, timestamp: 0, hopLimit: 1, recipients: [], body: [1])
+    net.act(Self.r1.id) { m, x, now in m.received([.message(message)], on: m.sessionConnection(Fixture.aliceID)!, now: now, into: &x) }
+    net.run()
+    #expect(!net.take(c).contains { $0.kind == "message" })
+    #expect(net.nodes[Self.r1.id]!.relayStatistics.hopLimitDrops == 1)
+  }
+
+  @Test func seenMessagesForgetTheOldestBeyondTheirCapacity() {
+    var seen = SeenMessages(capacity: 3)
+    var results: [Bool] = []
+    for id in 0..<3 { results.append(seen.insert(sender: Fixture.aliceID, id: UInt64(id))) }
+    results.append(seen.insert(sender: Fixture.aliceID, id: 1))
+    results.append(seen.insert(sender: Fixture.bobID, id: 1))  // another sender
+    results.append(seen.insert(sender: Fixture.aliceID, id: 0))  // forgotten: evicted by bob's
+    #expect(results == [true, true, true, false, true, true])
+    #expect(seen.count == 3)
+  }
+}
