@@ -79,7 +79,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyChat"],
       swiftSettings: strict
     ),
     .testTarget(
@@ -95,7 +95,7 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["NearbyCore", "NearbyTransport", "NearbyTestSupport"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem"],
       swiftSettings: strict
     ),
   ]

@@ -47,6 +47,7 @@ public actor NearbySession {
     core.maximumPeers = configuration.maximumPeers
     core.maximumPendingConnections = configuration.maximumPendingConnections
     core.maximumPendingInvitations = configuration.maximumPendingInvitations
+    core.connectFound = configuration.connectFound
     machine = SessionStateMachine(configuration: core)
     (events, eventContinuation) = AsyncStream.makeStream(of: SessionEvent.self)
   }
@@ -280,6 +281,12 @@ public actor NearbySession {
 
   /// Connected peers, by name.
   public var connectedPeers: [Peer] { machine.connectedPeers }
+  /// Peers reached through a relay, by name, with the relay.
+  public var relayedPeers: [(peer: Peer, via: Peer)] { machine.relayedPeers }
+  /// What this session forwarded and dropped as a relay.
+  public var relayStatistics: RelayStatistics { machine.relayStatistics }
+  /// Bytes waiting in each connection's send queue (largest first).
+  public var queueDepths: [Int] { connections.values.map(\.queuedBytes).sorted(by: >) }
   /// Peers seen through DNS-SD, by name.
   public var discoveredPeers: [DiscoveredPeer] { machine.discoveredPeers }
   /// Invitations waiting for an answer, oldest first.

@@ -32,6 +32,8 @@ public struct SessionConfiguration: Sendable {
   public var maximumPendingInvitations = 32
   /// Whether we are a relay (capability bit and TXT `relay=1`).
   public var isRelay = false
+  /// Invite every peer found through DNS-SD (a relay's `--connect-found`), with backoff.
+  public var connectFound = false
 
   public init(peer: Peer) { self.peer = peer }
 }

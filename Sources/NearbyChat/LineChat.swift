@@ -25,11 +25,23 @@ public enum ChatLine: Sendable {
   case sent(id: UInt64, text: String, to: [Peer], isPrivate: Bool)
   case peers([DiscoveredPeer])
   case who([Peer])
+  /// Peers reached through a relay (after /peers and /who).
+  case relayed([RelayedPeer])
   case invitations([IncomingInvitation])
   /// Text from the chat itself (help, a hint).
   case notice(String)
   /// A command that could not be carried out, and what to do.
   case error(String)
+}
+
+/// A peer reached through a relay.
+public struct RelayedPeer: Hashable, Sendable {
+  public let peer: Peer
+  public let via: Peer
+  public init(peer: Peer, via: Peer) {
+    self.peer = peer
+    self.via = via
+  }
 }
 
 /// Where chat lines go.
@@ -133,8 +145,14 @@ public actor LineChat {
     case .help:
       for row in ChatCommand.helpText.split(separator: "\n") { output.show(.notice(String(row))) }
     case .invalid(let hint): output.show(.error(hint))
-    case .peers: output.show(.peers(await session.discoveredPeers))
-    case .who: output.show(.who(await session.connectedPeers))
+    case .peers:
+      output.show(.peers(await session.discoveredPeers))
+      let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
+      if !relayed.isEmpty { output.show(.relayed(relayed)) }
+    case .who:
+      output.show(.who(await session.connectedPeers))
+      let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
+      if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .invitations: output.show(.invitations(await session.pendingInvitations))
     case .invite(let target, let context):
       guard let peer = await resolve(target, among: await candidates(connectedFirst: false), what: "peer") else { break }
@@ -160,7 +178,8 @@ public actor LineChat {
   private func candidates(connectedFirst: Bool) async -> [Peer] {
     let connected = await session.connectedPeers
     let found = await session.discoveredPeers.map(\.peer)
-    return connectedFirst ? connected + found : found + connected
+    let relayed = await session.relayedPeers.map(\.peer)
+    return connectedFirst ? connected + relayed + found : found + connected + relayed
   }
 
   private func resolve(_ query: String, among peers: [Peer], what: String) async -> Peer? {

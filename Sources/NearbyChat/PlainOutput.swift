@@ -43,6 +43,14 @@ public struct PlainOutput: ChatOutput {
     case .who(let connected):
       if json { return JSONValue.object([("event", .string("who")), ("peers", .array(connected.map(EventFormatter.peerJSON)))]).encoded }
       return connected.isEmpty ? "* nobody is connected" : "* connected: " + connected.map(EventFormatter.label).joined(separator: ", ")
+    case .relayed(let peers):
+      if json {
+        return JSONValue.object([
+          ("event", .string("relayed")),
+          ("peers", .array(peers.map { .object([("peer", EventFormatter.peerJSON($0.peer)), ("via", EventFormatter.peerJSON($0.via))]) })),
+        ]).encoded
+      }
+      return "* through relays: " + peers.map { "\(EventFormatter.label($0.peer)) via \(EventFormatter.label($0.via))" }.joined(separator: ", ")
     case .invitations(let pending):
       if json {
         return JSONValue.object([("event", .string("invitations")), ("peers", .array(pending.map { EventFormatter.peerJSON($0.peer) }))]).encoded

@@ -14,6 +14,7 @@ extension SessionStateMachine {
       guard let record = connections[id], let peerID = record.peerID else { return }
       if peers[peerID]?.outbound == id { peers[peerID]?.outbound = nil }
       if let peer = peers[peerID]?.peer { actions.append(.emit(.declined(peer, reason))) }
+      autoConnectDeclined(peerID, reason: reason)
       acceptHeldInvitation(from: peerID, now: now, into: &actions)
     case .message(let message):
       deliver(message, on: id, into: &actions)
@@ -102,7 +103,7 @@ extension SessionStateMachine {
       return
     }
 
-    if configuration.allowList.contains(peerID) {
+    if configuration.allowList.contains(peerID) || resumable.contains(peerID) {
       if let limit = configuration.maximumPeers, connectedCount >= limit {
         decline(id, reason: .busy, now: now, into: &actions)
       } else {
@@ -182,6 +183,7 @@ extension SessionStateMachine {
     record.session = id
     record.announcedReachable = false
     peers[peerID] = record
+    autoConnect[peerID] = nil
     actions.append(.emit(.connected(record.peer)))
     relaySessionEstablished(id, peerID: peerID, into: &actions)
     // 6.3: the losing crossing connection(s) are closed.
@@ -214,6 +216,7 @@ extension SessionStateMachine {
       peers[peerID]?.session = nil
       if let peer { actions.append(.emit(.disconnected(peer, reason))) }
       relaySessionEnded(id, peerID: peerID, into: &actions)
+      autoConnectAfterSession(peerID, reason: reason, now: now)
     } else if peers[peerID]?.outbound == id {
       peers[peerID]?.outbound = nil
       if case .goodbye(.duplicate) = reason {

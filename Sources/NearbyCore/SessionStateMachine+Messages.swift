@@ -32,6 +32,8 @@ extension SessionStateMachine {
 
   /// Ends the session with one peer (GOODBYE `leaving`), or withdraws our invitation to it.
   public mutating func leave(_ peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
+    autoConnect[peerID] = nil
+    resumable.remove(peerID)
     guard let record = peers[peerID], let id = record.session ?? record.outbound else {
       actions.append(.emit(.error(.rejected("not connected to \(peers[peerID]?.peer.description ?? peerID.hex)"))))
       return

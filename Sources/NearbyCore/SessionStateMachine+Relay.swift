@@ -66,7 +66,8 @@ extension SessionStateMachine {
           .emit(
             .error(
               .undelivered(
-                messageID: messageID, peer: peers[recipient]?.peer, peerID: recipient, reason: .connectionClosed(.connectionLost("the relay went away")))
+                messageID: messageID, peer: peers[recipient]?.peer, peerID: recipient,
+                reason: .connectionClosed(.connectionLost("the relay went away")))
             )))
       }
       if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }

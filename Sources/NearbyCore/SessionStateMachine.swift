@@ -22,6 +22,8 @@ public struct SessionStateMachine: Sendable {
     public var maximumPeers: Int?
     /// How many message identities relays (and peers behind relays) remember to drop copies.
     public var seenMessagesCapacity = 65_536
+    /// Invite every peer that is found (relays: `--connect-found`).
+    public var connectFound = false
 
     public init(local: Peer) { self.local = local }
 
@@ -91,6 +93,10 @@ public struct SessionStateMachine: Sendable {
   var relayPending: [UInt64: [PeerID: ConnectionID]] = [:]
   /// What a relay forwarded and dropped.
   public internal(set) var relayStatistics = RelayStatistics()
+  /// Peers the session invites by itself, with their backoff.
+  var autoConnect: [PeerID: AutoConnect] = [:]
+  /// Peers whose session was lost without a goodbye: their invitations are accepted.
+  var resumable: Set<PeerID> = []
 
   /// - Parameters:
   ///   - configuration: who we are and how we answer.
@@ -167,12 +173,17 @@ public struct SessionStateMachine: Sendable {
     if var record = peers[id] {
       let isNew = record.discovered == nil
       record.discovered = found
-      record.peer = found.peer
+      if record.session == nil { record.peer = found.peer }
+      record.isRelay = record.isRelay || found.advertisement.isRelay
       peers[id] = record
       actions.append(.emit(isNew ? .found(found) : .updated(found)))
+      if isNew { autoConnectOnDiscovery(id) }
     } else {
-      peers[id] = PeerRecord(peer: found.peer, discovered: found)
+      var record = PeerRecord(peer: found.peer, discovered: found)
+      record.isRelay = found.advertisement.isRelay
+      peers[id] = record
       actions.append(.emit(.found(found)))
+      autoConnectOnDiscovery(id)
     }
   }
 
@@ -343,9 +354,16 @@ public struct SessionStateMachine: Sendable {
 
   // MARK: Time
 
-  /// The earliest deadline of any connection.
+  /// The earliest deadline of any connection or automatic invitation.
   public var nextDeadline: Duration? {
-    connections.values.compactMap { $0.machine?.nextDeadline }.min()
+    let connection = connections.values.compactMap { $0.machine?.nextDeadline }.min()
+    let automatic = autoConnect.values.map(\.nextAttempt).min()
+    switch (connection, automatic) {
+    case (let a?, let b?): return min(a, b)
+    case (let a?, nil): return a
+    case (nil, let b?): return b
+    case (nil, nil): return nil
+    }
   }
 
   /// Runs every connection's timers.
@@ -355,6 +373,7 @@ public struct SessionStateMachine: Sendable {
       let transition = connections[id]!.machine!.tick(now: now)
       perform(transition, on: id, now: now, into: &actions)
     }
+    runAutoConnect(now: now, into: &actions)
   }
 
   // MARK: Performing transitions

@@ -150,8 +150,63 @@ func runBrowse(_ command: ParsedCommand) async -> Int32 {
 }
 
 func runRelay(_ command: ParsedCommand) async -> Int32 {
-  OutputWriter.standardError.line("Error: nearby relay is not available in this build yet")
-  return 70
+  let name = displayName(command.value("name") ?? String("relay-\(hostName())".utf8.prefix(63))!)
+  let stateDirectory = command.value("state-dir") ?? IdentityStore.defaultDirectory(environment: currentEnvironment()) + "/relay"
+  guard let level = RelayService.LogLevel(name: command.value("log-level") ?? "info") else { usageError("invalid --log-level") }
+  var statsInterval: Duration? = .seconds(60)
+  if let text = command.value("stats-interval") {
+    guard let seconds = Double(text), seconds >= 0, seconds < 1e7 else {
+      usageError("invalid --stats-interval '\(text)': give a number of seconds (0: never)")
+    }
+    statsInterval = seconds == 0 ? nil : .milliseconds(Int64(seconds * 1000))
+  }
+  var maximumPeers: Int?
+  if let text = command.value("max-peers") {
+    guard let value = Int(text), value > 0 else { usageError("invalid --max-peers '\(text)': give a positive number") }
+    maximumPeers = value
+  }
+  var port: UInt16 = 0
+  if let text = command.value("port") {
+    guard let value = UInt16(text) else { usageError("invalid --port '\(text)': give a number from 0 to 65535") }
+    port = value
+  }
+  var endpoints: [Endpoint] = []
+  for text in command.values("connect") {
+    guard let parsed = endpoint(text) else { usageError("invalid --connect '\(text)': write HOST:PORT with a numeric address") }
+    endpoints.append(parsed)
+  }
+  let allowFile = command.value("allow")
+  var allowList: Set<PeerID> = []
+  if let allowFile {
+    do {
+      allowList = try RelayService.readAllowList(allowFile)
+    } catch {
+      OutputWriter.standardError.line("Error: \(error)")
+      return 1
+    }
+  }
+  let identity: IdentityStore
+  do {
+    identity = try IdentityStore(directory: stateDirectory)
+  } catch {
+    OutputWriter.standardError.line("Error: \(error)")
+    return 1
+  }
+  var configuration = SessionConfiguration(peer: Peer(id: identity.peerID, name: name))
+  configuration.serviceType = serviceType(command)
+  configuration.isRelay = true
+  configuration.acceptPolicy = allowFile != nil || command.value("accept") == "none" ? .none : .all
+  configuration.allowList = allowList
+  configuration.maximumPeers = maximumPeers
+  configuration.connectFound = command.flag("connect-found")
+  configuration.listenPort = port
+  // A relay serves many peers: allow more handshakes at once than a chat does.
+  configuration.maximumPendingConnections = 256
+  let session = NearbySession(configuration: configuration)
+  let relay = RelayService(session: session, level: level, statsInterval: statsInterval, allowFile: allowFile, connect: endpoints)
+  let code = await relay.run(signals: signals?.signals)
+  withExtendedLifetime(identity) {}
+  return code
 }
 
 func runBench(_ command: ParsedCommand) async -> Int32 {

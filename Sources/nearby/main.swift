@@ -36,13 +36,24 @@ func usageError(_ message: String) -> Never {
   exit(64)
 }
 
-let code: Int32
-switch command.path.last {
-case "chat": code = await runChat(command)
-case "browse": code = await runBrowse(command)
-case "relay": code = await runRelay(command)
-case "bench": code = await runBench(command)
-case "lab": code = await runLab(command)
-default: usageError("unknown command")
+/// The one root task of the process; everything else is structured under it.
+func runCommand() async -> Int32 {
+  switch command.path.last {
+  case "chat": return await runChat(command)
+  case "browse": return await runBrowse(command)
+  case "relay": return await runRelay(command)
+  case "bench": return await runBench(command)
+  case "lab": return await runLab(command)
+  default: usageError("unknown command")
+  }
 }
-exit(code)
+
+// Top-level code stays synchronous (no `await` here), so it runs on the main thread and the
+// signal mask set by SignalWatcher.install() above is the main thread's; every thread created
+// afterwards inherits it. The main thread then only waits: dispatchMain() (like an async
+// main) would unblock every signal on it and sigsuspend, and SIGTERM would kill us before
+// the signalfd saw it. The work runs detached from the main actor, on the pool.
+Task.detached {
+  exit(await runCommand())
+}
+while true { sleep(3600) }

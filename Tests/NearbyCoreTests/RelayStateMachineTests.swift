@@ -35,7 +35,8 @@ struct RelayStateMachineTests {
     #expect(net.take(c).contains(.reachable(Fixture.alice, via: Self.r1)))
     var id: UInt64 = 0
     var queuedFor: [PeerID] = []
-    net.act(a) { m, x, now in (id, queuedFor) = m.sendMessage(Array("hi carol".utf8), to: .peers([Fixture.carolID]), timestamp: 1, now: now, into: &x) }
+    net.act(a) { m, x, now in (id, queuedFor) = m.sendMessage(Array("hi carol".utf8), to: .peers([Fixture.carolID]), timestamp: 1, now: now, into: &x)
+    }
     #expect(queuedFor == [Fixture.carolID])
     net.run()
     let received = net.take(c)
@@ -102,7 +103,9 @@ struct RelayStateMachineTests {
     // Alice believes dave is behind r1 (a stale roster entry), r1 does not know him.
     let dave = Peer(id: PeerID(hex: "0000000000000000000000000000dddd")!, name: try! DisplayName("dave"))
     net.act(a) { m, x, now in
-      m.received([.roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: dave, hops: 1)]))], on: m.sessionConnection(Self.r1.id)!, now: now, into: &x)
+      m.received(
+        [.roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: dave, hops: 1)]))], on: m.sessionConnection(Self.r1.id)!, now: now,
+        into: &x)
     }
     _ = net.take(a)
     var id: UInt64 = 0
@@ -121,6 +124,31 @@ struct RelayStateMachineTests {
     net.run()
     #expect(!net.take(c).contains { $0.kind == "message" })
     #expect(net.nodes[Self.r1.id]!.relayStatistics.hopLimitDrops == 1)
+  }
+
+  @Test func peersReconnectToARestartedRelayByThemselvesWithBackoff() {
+    var net = network()
+    _ = net.take(a)
+    let lost = net.nodes[a]!.sessionConnection(Self.r1.id)!
+    // The relay is killed: its sockets close, then it starts again with the same identity.
+    net.queue.append(.eof(a, lost))
+    net.queue.append(.eof(c, net.nodes[c]!.sessionConnection(Self.r1.id)!))
+    net.add(Self.r1, policy: .all) { $0.capabilities = .relay }
+    net.run()
+    #expect(net.take(a).map(\.kind) == ["disconnected", "unreachable"])
+    net.discoverAll()
+    _ = net.take(Self.r1.id)
+    net.advance(by: .seconds(3))
+    let events = net.take(a).map(\.kind)
+    #expect(events.contains("connected"), "\(events)")
+    #expect(events.contains("reachable"))
+    #expect(net.connectedNames(a) == ["r1"])
+    #expect(net.connectedNames(c) == ["r1"])
+  }
+
+  @Test func backoffDoublesUpToThirtySeconds() {
+    let delays = (1...8).map { SessionStateMachine.backoffForTesting(afterAttempts: $0) }
+    #expect(delays == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(16), .seconds(30), .seconds(30), .seconds(30)])
   }
 
   @Test func seenMessagesForgetTheOldestBeyondTheirCapacity() {
