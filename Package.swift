@@ -49,9 +49,14 @@ let package = Package(
       dependencies: ["Nearby", "NearbyCore", "CNearbySystem"],
       swiftSettings: strict
     ),
+    .target(
+      name: "NearbyBench",
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "CNearbySystem"],
+      swiftSettings: strict
+    ),
     .executableTarget(
       name: "nearby",
-      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery"],
+      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench"],
       swiftSettings: strict
     ),
 

@@ -1,4 +1,5 @@
 import Nearby
+import NearbyBench
 import NearbyChat
 import NearbyCommandLine
 
@@ -210,8 +211,18 @@ func runRelay(_ command: ParsedCommand) async -> Int32 {
 }
 
 func runBench(_ command: ParsedCommand) async -> Int32 {
-  OutputWriter.standardError.line("Error: nearby bench is not available in this build yet")
-  return 70
+  if let peers = currentEnvironment()["NEARBY_BENCH_PEERS"] {
+    return await BenchRunner.runPeerProcess(peers)
+  }
+  let runner = BenchRunner(quick: command.flag("quick"), only: Set(command.values("only"))) { OutputWriter.standardError.line($0) }
+  do {
+    let results = try await runner.run()
+    OutputWriter.standardOutput.write(command.flag("json") ? ResultTable.json(results) : ResultTable.text(results))
+    return 0
+  } catch {
+    OutputWriter.standardError.line("Error: \(error)")
+    return 1
+  }
 }
 
 func runLab(_ command: ParsedCommand) async -> Int32 {

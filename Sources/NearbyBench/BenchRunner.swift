@@ -1,0 +1,380 @@
+import CNearbySystem
+import Nearby
+import NearbyTransport
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `nearby bench`: each figure of our stack next to a baseline measured in the same run.
+public struct BenchRunner: Sendable {
+  public let quick: Bool
+  public let only: Set<String>
+  /// Called with progress lines (stderr).
+  public let progress: @Sendable (String) -> Void
+
+  public init(quick: Bool, only: Set<String>, progress: @escaping @Sendable (String) -> Void) {
+    self.quick = quick
+    self.only = only
+    self.progress = progress
+  }
+
+  func wants(_ name: String) -> Bool { only.isEmpty || only.contains(name) }
+
+  public func run() async throws -> [BenchmarkResult] {
+    var results: [BenchmarkResult] = []
+    if wants("latency") { results += try await latency() }
+    if wants("throughput") { results += try await throughput() }
+    if wants("handshake") { results += try await handshake() }
+    if wants("fanout") { results += try await fanOut() }
+    if wants("memory") { results += try await memory() }
+    if wants("discovery") { results += try await discovery() }
+    return results
+  }
+
+  /// Two connected sessions.
+  func pair() async throws -> (LocalSession, LocalSession) {
+    let a = try await LocalSession.start("bench-a")
+    let b = try await LocalSession.start("bench-b")
+    await a.session.invite(endpoints: [b.endpoint])
+    var events = a.session.events.makeAsyncIterator()
+    while let event = await events.next() {
+      if case .connected = event { break }
+      if case .error(let error) = event { throw BenchError("could not connect: \(error)") }
+    }
+    return (a, b)
+  }
+
+  /// The bytes of one MESSAGE frame with a body of `size` bytes (for the raw baselines).
+  func frame(body size: Int) -> [UInt8] {
+    var bytes: [UInt8] = []
+    FrameEncoder.encodeMessage(
+      Frame.Message(id: 1, sender: PeerID.random(), timestamp: 0, recipients: [PeerID.random()], body: [UInt8](repeating: 0x61, count: size)),
+      into: &bytes)
+    return bytes
+  }
+
+  // MARK: 1. Latency
+
+  func latency() async throws -> [BenchmarkResult] {
+    let rounds = quick ? 1000 : 10_000
+    progress("latency: \(rounds) round trips of a 64-byte message")
+    let (a, b) = try await pair()
+    let body = [UInt8](repeating: 0x62, count: 64)
+    let aID = a.peer.id
+    let bID = b.peer.id
+    // B answers every message it gets.
+    let echo = Task {
+      for await event in b.session.events {
+        if case .message = event { await b.session.send(body, to: .peers([aID])) }
+      }
+    }
+    var events = a.session.events.makeAsyncIterator()
+    var times: [Duration] = []
+    times.reserveCapacity(rounds)
+    let clock = ContinuousClock()
+    for _ in 0..<rounds + 100 {
+      let start = clock.now
+      await a.session.send(body, to: .peers([bID]))
+      while let event = await events.next() {
+        if case .message = event { break }
+      }
+      times.append(clock.now - start)
+    }
+    times.removeFirst(100)  // warm-up
+    echo.cancel()
+    await a.stop()
+    await b.stop()
+    let raw = Percentiles(RawTCP.pingPong(frame: frame(body: 64), rounds: rounds))
+    let ours = Percentiles(times)
+    return [
+      BenchmarkResult(
+        name: "latency", figure: "round trip 64 B, p50", unit: "µs", ours: ours.p50.microseconds, baseline: raw.p50.microseconds,
+        baselineName: "raw TCP ping-pong", higherIsBetter: false),
+      BenchmarkResult(
+        name: "latency", figure: "round trip 64 B, p99", unit: "µs", ours: ours.p99.microseconds, baseline: raw.p99.microseconds,
+        baselineName: "raw TCP ping-pong", higherIsBetter: false),
+      BenchmarkResult(
+        name: "latency", figure: "round trip 64 B, max", unit: "µs", ours: ours.max.microseconds, baseline: raw.max.microseconds,
+        baselineName: "raw TCP ping-pong", higherIsBetter: false),
+    ]
+  }
+
+  // MARK: 2. Throughput
+
+  /// Sends `count` messages of `size` bytes from A to B; the time until B's application has
+  /// the last one.
+  func oneWay(size: Int, count: Int) async throws -> Duration {
+    let (a, b) = try await pair()
+    let body = [UInt8](repeating: 0x63, count: size)
+    let bID = b.peer.id
+    // A's own events (delivered) are consumed so they do not pile up.
+    let drain = Task { for await _ in a.session.events {} }
+    let clock = ContinuousClock()
+    let start = clock.now
+    let receiver = Task { () -> ContinuousClock.Instant in
+      var received = 0
+      for await event in b.session.events {
+        if case .message = event {
+          received += 1
+          if received == count { return clock.now }
+        }
+      }
+      return clock.now
+    }
+    for _ in 0..<count { await a.session.sendWhenWritable(body, to: .peers([bID])) }
+    let end = await receiver.value
+    drain.cancel()
+    await a.stop()
+    await b.stop()
+    return end - start
+  }
+
+  func throughput() async throws -> [BenchmarkResult] {
+    let smallCount = quick ? 100_000 : 1_000_000
+    let largeCount = quick ? 1000 : 10_000
+    progress("throughput: \(smallCount) messages of 64 B, \(largeCount) of 64 KiB")
+    let small = try await oneWay(size: 64, count: smallCount)
+    let smallFrame = frame(body: 64)
+    let rawSmall = RawTCP.oneWay(frame: smallFrame, count: smallCount, batchBytes: nil)
+    let rawSmallBatched = RawTCP.oneWay(frame: smallFrame, count: smallCount, batchBytes: 1 << 20)
+    let large = try await oneWay(size: 65_536, count: largeCount)
+    let largeFrame = frame(body: 65_536)
+    let rawLargeBatched = RawTCP.oneWay(frame: largeFrame, count: largeCount, batchBytes: 1 << 20)
+    let rawLarge = RawTCP.oneWay(frame: largeFrame, count: largeCount, batchBytes: nil)
+    func rate(_ count: Int, _ time: Duration) -> Double { Double(count) / time.seconds }
+    func megabytes(_ count: Int, _ time: Duration) -> Double { Double(count * 65_536) / time.seconds / 1e6 }
+    return [
+      BenchmarkResult(
+        name: "throughput", figure: "64 B messages one way", unit: "msg/s", ours: rate(smallCount, small), baseline: rate(smallCount, rawSmall),
+        baselineName: "raw TCP, one write per message", higherIsBetter: true),
+      BenchmarkResult(
+        name: "throughput", figure: "64 B messages one way", unit: "msg/s", ours: rate(smallCount, small),
+        baseline: rate(smallCount, rawSmallBatched), baselineName: "raw TCP, 1 MiB writes", higherIsBetter: true),
+      BenchmarkResult(
+        name: "throughput", figure: "64 KiB messages one way", unit: "MB/s", ours: megabytes(largeCount, large),
+        baseline: megabytes(largeCount, rawLargeBatched), baselineName: "raw TCP, 1 MiB writes", higherIsBetter: true),
+      BenchmarkResult(
+        name: "throughput", figure: "64 KiB messages one way", unit: "MB/s", ours: megabytes(largeCount, large),
+        baseline: megabytes(largeCount, rawLarge), baselineName: "raw TCP, one write per message", higherIsBetter: true),
+    ]
+  }
+
+  // MARK: 3. Handshake
+
+  func handshake() async throws -> [BenchmarkResult] {
+    let rounds = quick ? 50 : 300
+    progress("handshake: \(rounds) sessions (connect, HELLO, invitation accepted)")
+    let a = try await LocalSession.start("bench-a")
+    let b = try await LocalSession.start("bench-b")
+    var events = a.session.events.makeAsyncIterator()
+    let drain = Task { for await _ in b.session.events {} }
+    var times: [Duration] = []
+    let clock = ContinuousClock()
+    for _ in 0..<rounds {
+      let start = clock.now
+      await a.session.invite(endpoints: [b.endpoint])
+      while let event = await events.next() {
+        if case .connected = event { break }
+      }
+      times.append(clock.now - start)
+      await a.session.leave(b.peer.id)
+      while let event = await events.next() {
+        if case .disconnected = event { break }
+      }
+    }
+    drain.cancel()
+    await a.stop()
+    await b.stop()
+    // Baseline: a bare TCP connect + accept on loopback.
+    var connects: [Duration] = []
+    for _ in 0..<rounds {
+      let start = clock.now
+      let (x, y) = RawTCP.pair()
+      connects.append(clock.now - start)
+      close(x)
+      close(y)
+    }
+    let ours = Percentiles(times)
+    let raw = Percentiles(connects)
+    return [
+      BenchmarkResult(
+        name: "handshake", figure: "invite → connected, p50", unit: "µs", ours: ours.p50.microseconds, baseline: raw.p50.microseconds,
+        baselineName: "raw TCP connect+accept", higherIsBetter: false),
+      BenchmarkResult(
+        name: "handshake", figure: "invite → connected, p99", unit: "µs", ours: ours.p99.microseconds, baseline: raw.p99.microseconds,
+        baselineName: "raw TCP connect+accept", higherIsBetter: false),
+    ]
+  }
+
+  // MARK: 4. Fan-out
+
+  func fanOut() async throws -> [BenchmarkResult] {
+    let count = 100
+    let repeats = quick ? 5 : 30
+    progress("fan-out: one message to \(count) peers, \(repeats) times")
+    let hub = try await LocalSession.start("hub")
+    var peers: [LocalSession] = []
+    for index in 0..<count { peers.append(try await LocalSession.start("p\(index)")) }
+    var hubEvents = hub.session.events.makeAsyncIterator()
+    for peer in peers { await hub.session.invite(endpoints: [peer.endpoint]) }
+    var connected = 0
+    while connected < count, let event = await hubEvents.next() {
+      if case .connected = event { connected += 1 }
+    }
+    let hubDrain = Task { while await hubEvents.next() != nil {} }
+    let arrivals = ArrivalCounter()
+    let listeners = peers.map { peer in
+      Task {
+        for await event in peer.session.events {
+          if case .message = event { arrivals.arrived() }
+        }
+      }
+    }
+    var times: [Duration] = []
+    let clock = ContinuousClock()
+    let body = [UInt8](repeating: 0x64, count: 64)
+    for _ in 0..<repeats {
+      arrivals.reset(expecting: count)
+      let start = clock.now
+      await hub.session.send(body, to: .all)
+      await arrivals.waitForAll()
+      times.append(clock.now - start)
+    }
+    for listener in listeners { listener.cancel() }
+    hubDrain.cancel()
+    await hub.stop()
+    for peer in peers { await peer.stop() }
+    // Baseline: the same frame written to 100 raw sockets one after another, until the last
+    // reader has it.
+    var rawTimes: [Duration] = []
+    let bytes = frame(body: 64)
+    let pairs = (0..<count).map { _ in RawTCP.pair() }
+    for _ in 0..<repeats {
+      let start = clock.now
+      let readers = pairs.map { pair in
+        Thread {
+          var buffer = [UInt8](repeating: 0, count: bytes.count)
+          _ = buffer.withUnsafeMutableBytes { RawTCP.readExactly(pair.1, $0.baseAddress!, $0.count) }
+        }
+      }
+      for reader in readers { reader.start() }
+      let sendStart = clock.now
+      for pair in pairs { bytes.withUnsafeBytes { RawTCP.writeAll(pair.0, $0.baseAddress!, $0.count) } }
+      for reader in readers { reader.join() }
+      rawTimes.append(clock.now - sendStart)
+      _ = start
+    }
+    for pair in pairs {
+      close(pair.0)
+      close(pair.1)
+    }
+    return [
+      BenchmarkResult(
+        name: "fanout", figure: "64 B to \(count) peers, last arrival, p50", unit: "µs", ours: Percentiles(times).p50.microseconds,
+        baseline: Percentiles(rawTimes).p50.microseconds, baselineName: "raw TCP, \(count) writes", higherIsBetter: false)
+    ]
+  }
+
+  // MARK: 5. Memory
+
+  func memory() async throws -> [BenchmarkResult] {
+    let count = 200
+    progress("memory: one session holding \(count) idle sessions (peers in a child process)")
+    let hub = try await LocalSession.start("hub")
+    let drain = Task { for await _ in hub.session.events {} }
+    try await Task.sleep(for: .milliseconds(200))
+    let before = nearby_resident_bytes()
+    guard let executable = BenchRunner.executablePath() else { throw BenchError("cannot find the nearby executable for the peer process") }
+    let child = try ChildProcess(
+      executable, ["bench"], environment: ["NEARBY_BENCH_PEERS": "\(count):\(hub.port)", "PATH": "/usr/bin:/bin"], standardInput: .null,
+      standardOutput: .null, standardError: .inherit)
+    // Wait until all are connected.
+    var connected = 0
+    for _ in 0..<600 {
+      connected = await hub.session.connectedPeers.count
+      if connected >= count { break }
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    guard connected >= count else {
+      child.terminate(SIGKILL)
+      throw BenchError("only \(connected) of \(count) peers connected")
+    }
+    // Let heartbeats and buffers settle.
+    try await Task.sleep(for: .seconds(quick ? 1 : 3))
+    let after = nearby_resident_bytes()
+    child.terminate()
+    _ = await child.wait()
+    drain.cancel()
+    await hub.stop()
+    let perSession = Double(after - before) / Double(count) / 1024
+    return [
+      BenchmarkResult(
+        name: "memory", figure: "resident memory per idle session", unit: "KiB", ours: perSession, baseline: nil, baselineName: nil,
+        higherIsBetter: false)
+    ]
+  }
+
+  /// The hidden peer-process mode of the memory benchmark: `count` sessions in this process,
+  /// each inviting the hub at `port`, kept until SIGTERM.
+  public static func runPeerProcess(_ specification: String) async -> Int32 {
+    let parts = specification.split(separator: ":")
+    guard parts.count == 2, let count = Int(parts[0]), let port = UInt16(parts[1]) else { return 64 }
+    var sessions: [LocalSession] = []
+    for index in 0..<count {
+      guard let session = try? await LocalSession.start("peer\(index)") else { return 1 }
+      sessions.append(session)
+      let drain = Task { for await _ in session.session.events {} }
+      _ = drain
+      await session.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: port)])
+    }
+    while true { try? await Task.sleep(for: .seconds(3600)) }
+  }
+
+  static func executablePath() -> String? {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard length > 0 else { return nil }
+    return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+}
+
+/// Counts arrivals across tasks and lets one waiter know when all have arrived.
+final class ArrivalCounter: @unchecked Sendable {
+  private var lock = pthread_mutex_t()
+  private var remaining = 0
+  private var waiter: CheckedContinuation<Void, Never>?
+
+  init() { pthread_mutex_init(&lock, nil) }
+
+  func reset(expecting count: Int) {
+    pthread_mutex_lock(&lock)
+    remaining = count
+    pthread_mutex_unlock(&lock)
+  }
+
+  func arrived() {
+    pthread_mutex_lock(&lock)
+    remaining -= 1
+    var resume: CheckedContinuation<Void, Never>?
+    if remaining == 0 {
+      resume = waiter
+      waiter = nil
+    }
+    pthread_mutex_unlock(&lock)
+    resume?.resume()
+  }
+
+  func waitForAll() async {
+    await withCheckedContinuation { continuation in
+      pthread_mutex_lock(&lock)
+      if remaining <= 0 {
+        pthread_mutex_unlock(&lock)
+        continuation.resume()
+      } else {
+        waiter = continuation
+        pthread_mutex_unlock(&lock)
+      }
+    }
+  }
+}

@@ -1,0 +1,163 @@
+import CNearbySystem
+import NearbyCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Blocking-socket baselines: what plain TCP does with the same bytes, on threads of their
+/// own (they block, so they never run on the cooperative pool).
+enum RawTCP {
+  /// A connected pair of blocking TCP sockets on loopback.
+  static func pair() -> (Int32, Int32) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        _ = bind(listener, $0, length)
+        _ = getsockname(listener, $0, &length)
+      }
+    }
+    listen(listener, 1)
+    let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = connect(client, $0, length) }
+    }
+    let server = accept(listener, nil, nil)
+    close(listener)
+    var one: Int32 = 1
+    for fd in [client, server] { setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+    return (client, server)
+  }
+
+  static func writeAll(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) {
+    var offset = 0
+    while offset < count {
+      let written = send(fd, pointer + offset, count - offset, Int32(MSG_NOSIGNAL))
+      if written <= 0 { return }
+      offset += written
+    }
+  }
+
+  static func readExactly(_ fd: Int32, _ pointer: UnsafeMutableRawPointer, _ count: Int) -> Bool {
+    var offset = 0
+    while offset < count {
+      let got = recv(fd, pointer + offset, count - offset, 0)
+      if got <= 0 { return false }
+      offset += got
+    }
+    return true
+  }
+
+  /// Ping-pong of `frame` (the bytes of one MESSAGE frame): round-trip times.
+  static func pingPong(frame: [UInt8], rounds: Int) -> [Duration] {
+    let (a, b) = pair()
+    defer {
+      close(a)
+      close(b)
+    }
+    let echo = Thread {
+      var buffer = [UInt8](repeating: 0, count: frame.count)
+      for _ in 0..<rounds {
+        guard buffer.withUnsafeMutableBytes({ readExactly(b, $0.baseAddress!, $0.count) }) else { return }
+        buffer.withUnsafeBytes { writeAll(b, $0.baseAddress!, $0.count) }
+      }
+    }
+    echo.start()
+    var times: [Duration] = []
+    times.reserveCapacity(rounds)
+    var buffer = [UInt8](repeating: 0, count: frame.count)
+    let clock = ContinuousClock()
+    for _ in 0..<rounds {
+      let start = clock.now
+      frame.withUnsafeBytes { writeAll(a, $0.baseAddress!, $0.count) }
+      _ = buffer.withUnsafeMutableBytes { readExactly(a, $0.baseAddress!, $0.count) }
+      times.append(clock.now - start)
+    }
+    echo.join()
+    return times
+  }
+
+  /// One-way throughput: `count` frames, written one `send` per frame or in batches of
+  /// `batchBytes`, read and counted (by their length prefixes) on the other side.
+  /// - Returns: the time from the first write to the last byte read.
+  static func oneWay(frame: [UInt8], count: Int, batchBytes: Int?) -> Duration {
+    let (a, b) = pair()
+    defer {
+      close(a)
+      close(b)
+    }
+    let total = frame.count * count
+    let clock = ContinuousClock()
+    let start = clock.now
+    let writer = Thread {
+      if let batchBytes {
+        let perBatch = max(1, batchBytes / frame.count)
+        var batch: [UInt8] = []
+        batch.reserveCapacity(perBatch * frame.count)
+        for _ in 0..<perBatch { batch.append(contentsOf: frame) }
+        var sent = 0
+        while sent < count {
+          let n = min(perBatch, count - sent)
+          batch.withUnsafeBytes { writeAll(a, $0.baseAddress!, n * frame.count) }
+          sent += n
+        }
+      } else {
+        frame.withUnsafeBytes { raw in
+          for _ in 0..<count { writeAll(a, raw.baseAddress!, raw.count) }
+        }
+      }
+    }
+    writer.start()
+    // Read and walk the frames (length prefixes), as a receiver must.
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var received = 0
+    var frames = 0
+    var pending = 0  // bytes of the current frame still to skip
+    var header: [UInt8] = []
+    while received < total {
+      let got = buffer.withUnsafeMutableBytes { recv(b, $0.baseAddress, $0.count, 0) }
+      if got <= 0 { break }
+      received += got
+      var index = 0
+      while index < got {
+        if pending > 0 {
+          let skip = min(pending, got - index)
+          pending -= skip
+          index += skip
+          if pending == 0 { frames += 1 }
+          continue
+        }
+        header.append(buffer[index])
+        index += 1
+        if header.count == 4 {
+          pending = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+          header.removeAll(keepingCapacity: true)
+        }
+      }
+    }
+    let elapsed = clock.now - start
+    writer.join()
+    precondition(frames == count, "raw TCP lost frames: \(frames) of \(count)")
+    return elapsed
+  }
+}
+
+/// A thread that can be joined (Foundation's Thread cannot).
+final class Thread: @unchecked Sendable {
+  private var thread = pthread_t()
+  private let body: () -> Void
+  init(_ body: @escaping () -> Void) { self.body = body }
+  func start() {
+    let box = Unmanaged.passRetained(self)
+    pthread_create(&thread, nil, { context in
+      let owner = Unmanaged<Thread>.fromOpaque(context!).takeRetainedValue()
+      owner.body()
+      return nil
+    }, box.toOpaque())
+  }
+  func join() { pthread_join(thread, nil) }
+}
