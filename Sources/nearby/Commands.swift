@@ -79,6 +79,10 @@ enum SocketAddressCheck {
 
 func runChat(_ command: ParsedCommand) async -> Int32 {
   let name = displayName(command.value("name") ?? hostName())
+  var script: (ChatScript, file: String)?
+  if let path = command.value("script") {
+    script = await loadScript(path)
+  }
   let stateDirectory = command.value("state-dir") ?? IdentityStore.defaultDirectory(environment: currentEnvironment())
   var allowList: Set<PeerID> = []
   for item in command.values("allow").flatMap({ $0.split(separator: ",") }) {
@@ -123,11 +127,35 @@ func runChat(_ command: ParsedCommand) async -> Int32 {
   }
   let session = NearbySession(configuration: configuration)
   let json = command.flag("json")
+  if let (script, file) = script {
+    let code = await ScriptedChat.run(script: script, file: file, session: session, json: json, connect: endpoints, signals: signals?.signals)
+    withExtendedLifetime(identity) {}
+    return code
+  }
   let input = LineReader.lines()
   let chat = LineChat(session: session, output: PlainOutput(json: json), connect: endpoints)
   let code = await chat.run(input: input, signals: signals?.signals)
   withExtendedLifetime(identity) {}
   return code
+}
+
+/// Reads and parses a script; a script that cannot be read or parsed is a usage error.
+func loadScript(_ path: String) async -> (ChatScript, file: String) {
+  let file = path == "-" ? "<stdin>" : path
+  do throws(ChatScriptFileError) {
+    let text = try await ChatScriptFile.read(path)
+    do throws(ChatScriptErrors) {
+      return (try ChatScript.parse(text), file)
+    } catch {
+      OutputWriter.standardError.line(error.formatted(file: file))
+      OutputWriter.standardError.line(
+        "nearby chat: the script \(file) has \(error.errors.count) error\(error.errors.count == 1 ? "" : "s"); see the grammar in the README (Scripts)"
+      )
+      exit(64)
+    }
+  } catch {
+    usageError("invalid --script: \(error)")
+  }
 }
 
 func runBrowse(_ command: ParsedCommand) async -> Int32 {
