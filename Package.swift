@@ -49,9 +49,15 @@ let package = Package(
       dependencies: ["Nearby", "NearbyCore", "CNearbySystem"],
       swiftSettings: strict
     ),
+    // `nearby lab`: several peers on private LANs built with scripts/lan.
+    .target(
+      name: "NearbyLab",
+      dependencies: ["NearbyTransport", "NearbyChat"],
+      swiftSettings: strict
+    ),
     .executableTarget(
       name: "nearby",
-      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery"],
+      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery", "NearbyLab"],
       swiftSettings: strict
     ),
 
@@ -85,6 +91,11 @@ let package = Package(
     .testTarget(
       name: "NearbyChatTests",
       dependencies: ["NearbyChat", "Nearby", "NearbyCore"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyLabTests",
+      dependencies: ["NearbyLab"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -1,6 +1,7 @@
 import Nearby
 import NearbyChat
 import NearbyCommandLine
+import NearbyLab
 
 #if canImport(Glibc)
   import Glibc
@@ -180,8 +181,52 @@ func runBench(_ command: ParsedCommand) async -> Int32 {
 }
 
 func runLab(_ command: ParsedCommand) async -> Int32 {
-  OutputWriter.standardError.line("Error: nearby lab is not available in this build yet")
-  return 70
+  var options = LabOptions()
+  options.hosts = command.value("hosts").map { $0.split(separator: ",").map { $0.trimmingCharacters() } } ?? []
+  options.loopback = command.flag("loopback")
+  options.segments = command.values("segments")
+  options.command = command.variadic("command")
+  if let text = command.value("timeout") {
+    guard let seconds = Double(text), seconds > 0, seconds < 1e6 else {
+      usageError("invalid --timeout '\(text)': give a number of seconds, for example 60 or 0.5")
+    }
+    options.timeout = .milliseconds(Int64(seconds * 1000))
+  }
+  var files: [String] = []
+  if let directory = command.value("scripts") {
+    let absolute = LabFiles.absolute(directory)
+    guard LabFiles.isDirectory(absolute), let listed = LabFiles.list(absolute) else {
+      usageError("invalid --scripts '\(directory)': not a readable directory")
+    }
+    options.scriptsDirectory = absolute
+    files = listed
+  }
+  let plan: LabPlan
+  do throws(LabUsageError) {
+    plan = try LabPlan.make(options, files: files) { LabFiles.read(options.scriptsDirectory! + "/" + $0) }
+  } catch {
+    usageError(error.message)
+  }
+  // Check every script before building anything.
+  var broken = 0
+  for host in plan.hosts {
+    guard case .script(let path) = host.role else { continue }
+    guard let text = LabFiles.read(path) else { usageError("cannot read \(path)") }
+    do throws(ChatScriptErrors) {
+      _ = try ChatScript.parse(text)
+    } catch {
+      OutputWriter.standardError.line(error.formatted(file: path))
+      broken += 1
+    }
+  }
+  if broken > 0 {
+    OutputWriter.standardError.line("nearby lab: \(broken) script\(broken == 1 ? " has" : "s have") errors; see the grammar in the README (Scripts)")
+    return 64
+  }
+  let lab = Lab(
+    plan: plan, arguments: Array(CommandLine.arguments.dropFirst()), environment: currentEnvironment(),
+    executable: LabFiles.executablePath(fallback: CommandLine.arguments[0]))
+  return await lab.run(signals: signals?.signals)
 }
 
 extension Substring {
