@@ -66,11 +66,10 @@ public struct ChatScriptRunner<C: Clock>: Sendable where C.Duration == Duration 
   /// A command the chat answered with an error fails the script, unless the next step
   /// expects an error (then that step checks it).
   private func checkAnswer(to step: ChatScript.Step, from mark: Int, next: ChatScript.Step?) throws(ChatScriptFailure) {
-    guard let offset = log.entries(from: mark).firstIndex(where: \.event.isCommandError) else { return }
+    guard let refusal = log.entries(from: mark).first(where: \.event.isCommandError) else { return }
     if case .expect(let expectation) = next?.action, expectation.event == .error { return }
-    let answer = log.entries(from: mark)[offset].event.text
-    log.markUsed(at: mark + offset, by: step.line)
-    throw ChatScriptFailure(step: step, reason: .refused(answer), recent: recent())
+    log.markUsed(sequence: refusal.sequence, by: step.line)
+    throw ChatScriptFailure(step: step, reason: .refused(refusal.event.text), recent: recent())
   }
 
   private func recent() -> [ScriptEventLog.Entry] { Array(log.entries().suffix(ChatScriptFailure.recentCount)) }

@@ -5,9 +5,14 @@ import Synchronization
 /// ``record(_:)`` is synchronous (a ``ChatOutput`` calls it), so an event is in the log
 /// before the chat moves on. An expectation takes the first matching event nobody has used
 /// yet, whether it arrived before the expectation or while it waits.
+///
+/// Bounded: beyond `limit` entries, used ones are forgotten first, then the oldest unused
+/// (a peer that floods us cannot make the log grow without end).
 public final class ScriptEventLog: Sendable {
   /// An event and the script line that used it.
   public struct Entry: Sendable {
+    /// The event's position among all events recorded (0, 1, 2, ...).
+    public var sequence: Int
     public var event: ScriptEvent
     public var usedBy: Int?
   }
@@ -20,6 +25,8 @@ public final class ScriptEventLog: Sendable {
 
   private struct State {
     var entries: [Entry] = []
+    var recorded = 0
+    var forgottenUnused = 0
     var waiters: [(id: UInt64, waiter: Waiter)] = []
     var cancelled: Set<UInt64> = []
     var nextID: UInt64 = 0
@@ -30,16 +37,33 @@ public final class ScriptEventLog: Sendable {
       entries[index].usedBy = line
       return entries[index].event
     }
+
+    mutating func trim(to limit: Int) {
+      guard entries.count > limit else { return }
+      // Keep the newest few whatever they are (they show in failure messages).
+      let recent = entries.suffix(ChatScriptFailure.recentCount)
+      var older = entries.dropLast(ChatScriptFailure.recentCount).filter { $0.usedBy == nil }
+      let excess = older.count + recent.count - limit / 2
+      if excess > 0 {
+        forgottenUnused += min(excess, older.count)
+        older.removeFirst(min(excess, older.count))
+      }
+      entries = Array(older) + recent
+    }
   }
 
   private let state = Mutex(State())
+  private let limit: Int
 
-  public init() {}
+  /// - Parameter limit: the most entries kept (at least 100).
+  public init(limit: Int = 10_000) { self.limit = max(limit, 100) }
 
   /// Adds an event; a waiting expectation it matches takes it.
   public func record(_ event: ScriptEvent) {
     let resumed: (CheckedContinuation<ScriptEvent?, Never>, ScriptEvent)? = state.withLock { state in
-      state.entries.append(Entry(event: event))
+      state.entries.append(Entry(sequence: state.recorded, event: event))
+      state.recorded += 1
+      defer { state.trim(to: limit) }
       guard let position = state.waiters.firstIndex(where: { $0.waiter.expectation.matches(event) }) else { return nil }
       let waiter = state.waiters.remove(at: position).waiter
       state.entries[state.entries.count - 1].usedBy = waiter.line
@@ -48,12 +72,15 @@ public final class ScriptEventLog: Sendable {
     if let (continuation, event) = resumed { continuation.resume(returning: event) }
   }
 
-  /// How many events were recorded so far.
-  public var count: Int { state.withLock { $0.entries.count } }
+  /// How many events were recorded so far (the sequence number of the next one).
+  public var count: Int { state.withLock { $0.recorded } }
 
-  /// The entries from position `start` on.
+  /// How many unused events were forgotten to keep the log bounded.
+  public var forgottenUnused: Int { state.withLock { $0.forgottenUnused } }
+
+  /// The entries kept whose sequence number is `start` or more.
   public func entries(from start: Int = 0) -> [Entry] {
-    state.withLock { Array($0.entries[min(start, $0.entries.count)...]) }
+    state.withLock { state in state.entries.filter { $0.sequence >= start } }
   }
 
   /// Uses the first unused event that matches, if there is one (no waiting).
@@ -62,9 +89,9 @@ public final class ScriptEventLog: Sendable {
   }
 
   /// Marks an entry as used (by a command that expected it, like an error it caused).
-  func markUsed(at position: Int, by line: Int) {
+  func markUsed(sequence: Int, by line: Int) {
     state.withLock { state in
-      if position < state.entries.count { state.entries[position].usedBy = line }
+      if let index = state.entries.firstIndex(where: { $0.sequence == sequence }) { state.entries[index].usedBy = line }
     }
   }
 

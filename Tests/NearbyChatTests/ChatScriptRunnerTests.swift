@@ -195,6 +195,20 @@ struct ChatScriptRunnerTests {
     #expect(failure.formatted(file: "s").contains("the chat ended before this step completed"))
   }
 
+  @Test func theLogIsBoundedAndForgetsUsedEventsFirst() {
+    let log = ScriptEventLog(limit: 100)
+    for index in 0..<60 { log.record(message(from: bob, "old \(index)")) }
+    #expect(log.take(ScriptExpectation(event: .message, text: .exact("old 0")), line: 1) != nil)
+    for index in 0..<200 { log.record(message(from: bob, "new \(index)")) }
+    #expect(log.count == 260, "sequence numbers keep counting")
+    #expect(log.entries().count <= 100)
+    #expect(!log.entries().contains { $0.usedBy != nil && $0.sequence < 250 }, "used entries go first")
+    #expect(log.forgottenUnused > 0)
+    #expect(log.entries().last?.event.text == "new 199")
+    #expect(log.take(ScriptExpectation(event: .message, text: .exact("new 199")), line: 2) != nil)
+    #expect(log.take(ScriptExpectation(event: .message, text: .exact("old 1")), line: 3) == nil, "the oldest unused were forgotten")
+  }
+
   @Test func anExpectationWithoutWithinWaitsTenSeconds() async throws {
     let run = try ScriptRun("expect connected")
     try await run.clock.waitForSleepers()
