@@ -120,7 +120,7 @@ public struct Lab: Sendable {
       errors.line("nearby lab: cannot start \(lan.path): \(error)")
       return 1
     }
-    control.register("loopback", child, group: false)
+    control.register("the loopback host", child, group: false)
     let code = await withTaskGroup(of: Int32?.self) { group in
       group.addTask { await child.wait() }
       group.addTask {
@@ -137,7 +137,7 @@ public struct Lab: Sendable {
       group.cancelAll()
       return code ?? 1
     }
-    control.exited("loopback")
+    control.exited("the loopback host")
     if case .signal(let signal) = control.reason { return 128 + signal }
     return code
   }
