@@ -72,6 +72,15 @@ public enum ScriptDuration {
     return nil
   }
 
+  /// An elapsed time for people: `840ms`, `1.25s`.
+  public static func elapsed(_ duration: Duration) -> String {
+    let total = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    if total < 1000 { return "\(total)ms" }
+    let hundredths = total / 10
+    let fraction = hundredths % 100
+    return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)s"
+  }
+
   /// The shortest script text for a duration (`1.5s`, `500ms`, `2m`).
   public static func format(_ duration: Duration) -> String {
     let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000

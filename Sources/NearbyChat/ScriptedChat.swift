@@ -102,12 +102,12 @@ public enum ScriptedChat {
       if json {
         return JSONValue.object([("event", .string("matched")), ("line", .number(Int64(step.line))), ("ms", .number(milliseconds(after)))]).encoded
       }
-      return "# \(step.line): matched after \(seconds(after))"
+      return "# \(step.line): matched after \(ScriptDuration.elapsed(after))"
     case .passed(let steps, let after):
       if json {
         return JSONValue.object([("event", .string("passed")), ("steps", .number(Int64(steps))), ("ms", .number(milliseconds(after)))]).encoded
       }
-      return "# script passed: \(steps) steps in \(seconds(after))"
+      return "# script passed: \(steps) steps in \(ScriptDuration.elapsed(after))"
     }
   }
 
@@ -120,15 +120,6 @@ public enum ScriptedChat {
 
   static func milliseconds(_ duration: Duration) -> Int64 {
     duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-  }
-
-  /// `840ms`, `1.25s`
-  static func seconds(_ duration: Duration) -> String {
-    let total = milliseconds(duration)
-    if total < 1000 { return "\(total)ms" }
-    let hundredths = total / 10
-    let fraction = hundredths % 100
-    return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)s"
   }
 }
 
