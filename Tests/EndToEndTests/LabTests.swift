@@ -118,3 +118,28 @@ struct LabTests {
 extension String {
   fileprivate func padding(to width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
 }
+
+/// `nearby lab` where it cannot isolate the peers: it says so and runs nothing (a stand-in
+/// harness answers `lan check` as the real one does without root).
+@Suite("nearby lab without isolation")
+struct LabWithoutIsolationTests {
+  @Test func noRootNoLab() async throws {
+    let directory = try scriptsDirectory([
+      "lan":
+        "#!/bin/sh\n[ \"$1\" = check ] || { echo \"unexpected: $*\" >&2; exit 99; }\necho 'lan: the private-LAN harness needs root' >&2\nexit 2\n"
+    ])
+    chmod(directory + "/lan", 0o755)
+    let run = try await runNearby(["lab", "--hosts", "a,b", "--", "true"], environment: ["NEARBY_LAN_SCRIPT": directory + "/lan"])
+    #expect(run.status == 1, "\(run.output)")
+    #expect(run.output.contains("nearby lab: cannot isolate the peers here: it needs root (or user namespaces)"))
+    #expect(run.output.contains("lan: the private-LAN harness needs root"))
+    #expect(!run.output.contains("unexpected"), "nothing but the check ran")
+  }
+
+  @Test func noHarnessNoLab() async throws {
+    let run = try await runNearby(["lab", "--hosts", "a,b", "--", "true"], environment: ["NEARBY_LAN_SCRIPT": "/nonexistent/lan"])
+    #expect(run.status == 1)
+    #expect(run.output.contains("cannot find the private-LAN harness scripts/lan"))
+    #expect(run.output.contains("NEARBY_LAN_SCRIPT=/nonexistent/lan (not an executable file)"))
+  }
+}
