@@ -38,6 +38,20 @@ public struct Lab: Sendable {
     self.errors = errors
   }
 
+  /// The errors of the hosts' scripts, each formatted with its file name (empty: all parse).
+  public static func scriptErrors(_ plan: LabPlan) -> [String] {
+    plan.hosts.compactMap { host -> String? in
+      guard case .script(let path) = host.role else { return nil }
+      guard let text = LabFiles.read(path) else { return "\(path): cannot read it" }
+      do throws(ChatScriptErrors) {
+        _ = try ChatScript.parse(text)
+        return nil
+      } catch {
+        return error.formatted(file: path)
+      }
+    }
+  }
+
   /// Whether this process is the lab run again inside `lan loopback`.
   var isInsideLoopback: Bool { environment["NEARBY_LAB_INNER"] == "1" && environment["NEARBY_LAN"] == "loopback" }
 

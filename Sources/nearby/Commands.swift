@@ -150,7 +150,7 @@ func loadScript(_ path: String) async -> (ChatScript, file: String) {
     } catch {
       OutputWriter.standardError.line(error.formatted(file: file))
       OutputWriter.standardError.line(
-        "nearby chat: the script \(file) has \(error.errors.count) error\(error.errors.count == 1 ? "" : "s"); see the grammar in the README (Scripts)"
+        "nearby chat: the script \(file) has \(error.errors.count) error\(error.errors.count == 1 ? "" : "s"); see the grammar in the README (Scripted peers)"
       )
       exit(64)
     }
@@ -207,20 +207,13 @@ func runLab(_ command: ParsedCommand) async -> Int32 {
   } catch {
     usageError(error.message)
   }
-  // Check every script before building anything.
-  var broken = 0
-  for host in plan.hosts {
-    guard case .script(let path) = host.role else { continue }
-    guard let text = LabFiles.read(path) else { usageError("cannot read \(path)") }
-    do throws(ChatScriptErrors) {
-      _ = try ChatScript.parse(text)
-    } catch {
-      OutputWriter.standardError.line(error.formatted(file: path))
-      broken += 1
-    }
-  }
-  if broken > 0 {
-    OutputWriter.standardError.line("nearby lab: \(broken) script\(broken == 1 ? " has" : "s have") errors; see the grammar in the README (Scripts)")
+  // Every script is checked before anything is built.
+  let problems = Lab.scriptErrors(plan)
+  if !problems.isEmpty {
+    for problem in problems { OutputWriter.standardError.line(problem) }
+    let count = problems.count
+    OutputWriter.standardError.line(
+      "nearby lab: \(count) script\(count == 1 ? " has" : "s have") errors; see the grammar in the README (Scripted peers)")
     return 64
   }
   let lab = Lab(
