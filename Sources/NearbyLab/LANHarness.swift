@@ -88,6 +88,7 @@ enum LabProcess {
     pipe.closeWrite()
     let collected = PrefixedPipe.collect(fd: pipe.read)
     let code = await child.wait()
+    // Its output has ended by now, unless a process it left behind holds the pipe.
     let output = await collected.text()
     return (code, output)
   }

@@ -122,7 +122,8 @@ extension Lab {
     }
     // Show everything the hosts printed before the verdict (a process that inherited a
     // pipe could keep it open: do not wait for it long).
-    for pipe in pipes { await pipe.waitUntilFinished(limit: .seconds(2)) }
+    let drained = ContinuousClock.now + .seconds(2)
+    for pipe in pipes { await pipe.waitUntilFinished(deadline: drained) }
     let code = exitCode(control)
     let elapsed = ContinuousClock.now - began
     if code == 0 {

@@ -30,11 +30,10 @@ final class PrefixedPipe: Sendable {
 
   var isFinished: Bool { finished.load(ordering: .acquiring) }
 
-  /// Waits until end of file, or at most `limit` (a process that inherited the pipe may keep
-  /// it open). - Returns: whether the end was reached.
+  /// Waits until end of file, or until `deadline` (a process that inherited the pipe may
+  /// keep it open). - Returns: whether the end was reached.
   @discardableResult
-  func waitUntilFinished(limit: Duration = .seconds(3600)) async -> Bool {
-    let deadline = ContinuousClock.now + limit
+  func waitUntilFinished(deadline: ContinuousClock.Instant) async -> Bool {
     while !isFinished {
       if ContinuousClock.now >= deadline { return false }
       try? await Task.sleep(for: .milliseconds(10))
@@ -42,9 +41,9 @@ final class PrefixedPipe: Sendable {
     return true
   }
 
-  /// The collected text, once the pipe reached its end.
-  func text() async -> String {
-    await waitUntilFinished()
+  /// The collected text, once the pipe reached its end (or what came within `limit`).
+  func text(limit: Duration = .seconds(5)) async -> String {
+    await waitUntilFinished(deadline: .now + limit)
     return collected.withLock { $0.joined(separator: "\n") }
   }
 
