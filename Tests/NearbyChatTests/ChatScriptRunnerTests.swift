@@ -61,13 +61,13 @@ struct ChatScriptRunnerTests {
       expect message from bob
       """,
       before: { log in
-        log.record(message(from: bob, "one"))
-        log.record(message(from: alice, "not bob"))
+        log.record(ScriptFixtures.message(from: ScriptFixtures.bob, "one"))
+        log.record(ScriptFixtures.message(from: ScriptFixtures.alice, "not bob"))
       })
     try await run.clock.waitForSleepers()
     let entries = run.log.entries()
     #expect(entries.map(\.usedBy) == [1, nil], "the first waits on the second; alice's message does not match")
-    run.log.record(message(from: bob, "two"))
+    run.log.record(ScriptFixtures.message(from: ScriptFixtures.bob, "two"))
     #expect(await run.result == nil)
     #expect(run.log.entries().map(\.usedBy) == [1, nil, 2])
     #expect(run.chat.finished, "the end of the script finishes the chat")
@@ -81,7 +81,7 @@ struct ChatScriptRunnerTests {
       expect message "a2"
       """,
       before: { log in
-        for text in ["a1", "b", "a2"] { log.record(message(from: bob, text)) }
+        for text in ["a1", "b", "a2"] { log.record(ScriptFixtures.message(from: ScriptFixtures.bob, text)) }
       })
     #expect(await run.result == nil)
     #expect(run.log.entries().map(\.usedBy) == [1, 2, 3])
@@ -97,8 +97,8 @@ struct ChatScriptRunnerTests {
       quit
       """,
       before: { log in
-        log.record(ScriptEvent(kind: .connected, peers: [bob], text: "* connected to Bob (5e6f7a8b)"))
-        log.record(message(from: bob, "hello"))
+        log.record(ScriptEvent(kind: .connected, peers: [ScriptFixtures.bob], text: "* connected to Bob (5e6f7a8b)"))
+        log.record(ScriptFixtures.message(from: ScriptFixtures.bob, "hello"))
       })
     try await run.clock.waitForSleepers()
     run.clock.advance(by: .milliseconds(4999))
@@ -124,7 +124,7 @@ struct ChatScriptRunnerTests {
   @Test func anEventArrivingWhileWaitingIsTakenAtOnce() async throws {
     let run = try ScriptRun("expect delivered within 1m")
     try await run.clock.waitForSleepers()
-    run.log.record(ScriptEvent(kind: .delivered, peers: [bob], text: "* delivered #1 to Bob"))
+    run.log.record(ScriptEvent(kind: .delivered, peers: [ScriptFixtures.bob], text: "* delivered #1 to Bob"))
     #expect(await run.result == nil)
     #expect(run.clock.sleeperCount == 0, "the timeout's sleep was cancelled")
   }
@@ -197,9 +197,9 @@ struct ChatScriptRunnerTests {
 
   @Test func theLogIsBoundedAndForgetsUsedEventsFirst() {
     let log = ScriptEventLog(limit: 100)
-    for index in 0..<60 { log.record(message(from: bob, "old \(index)")) }
+    for index in 0..<60 { log.record(ScriptFixtures.message(from: ScriptFixtures.bob, "old \(index)")) }
     #expect(log.take(ScriptExpectation(event: .message, text: .exact("old 0")), line: 1) != nil)
-    for index in 0..<200 { log.record(message(from: bob, "new \(index)")) }
+    for index in 0..<200 { log.record(ScriptFixtures.message(from: ScriptFixtures.bob, "new \(index)")) }
     #expect(log.count == 260, "sequence numbers keep counting")
     #expect(log.entries().count <= 100)
     #expect(!log.entries().contains { $0.usedBy != nil && $0.sequence < 250 }, "used entries go first")

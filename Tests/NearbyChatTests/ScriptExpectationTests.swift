@@ -4,17 +4,20 @@ import Testing
 
 @testable import NearbyCore
 
-let alice = Peer(id: PeerID(hex: "933af21c000000000000000000000001")!, name: try! DisplayName("alice"))
-let bob = Peer(id: PeerID(hex: "5e6f7a8b000000000000000000000002")!, name: try! DisplayName("Bob"))
+/// Peers and events for the script tests.
+enum ScriptFixtures {
+  static let alice = Peer(id: PeerID(hex: "933af21c000000000000000000000001")!, name: try! DisplayName("alice"))
+  static let bob = Peer(id: PeerID(hex: "5e6f7a8b000000000000000000000002")!, name: try! DisplayName("Bob"))
 
-func message(from peer: Peer, _ text: String) -> ScriptEvent {
-  ScriptEvent(kind: .message, peers: [peer], text: text)
+  static func message(from peer: Peer, _ text: String) -> ScriptEvent {
+    ScriptEvent(kind: .message, peers: [peer], text: text)
+  }
 }
 
 @Suite("Script expectations: which events match")
 struct ScriptExpectationTests {
   @Test func kindPeerAndText() {
-    let hello = message(from: bob, "hello alice")
+    let hello = ScriptFixtures.message(from: ScriptFixtures.bob, "hello alice")
     #expect(ScriptExpectation(event: .message).matches(hello))
     #expect(!ScriptExpectation(event: .delivered).matches(hello))
     #expect(ScriptExpectation(event: .message, peer: "bob").matches(hello))
@@ -34,26 +37,30 @@ struct ScriptExpectationTests {
 
   @Test func chatLinesBecomeEventsWithTheirText() throws {
     let context = IncomingInvitation(
-      connection: ConnectionID(1), invitationID: 7, peer: alice, context: Array("lunch?".utf8), expiresAt: .seconds(30))
+      connection: ConnectionID(1), invitationID: 7, peer: ScriptFixtures.alice, context: Array("lunch?".utf8), expiresAt: .seconds(30))
     let cases: [(ChatLine, ScriptEventKind, [Peer], String)] = [
-      (.event(.invitation(context)), .invitation, [alice], "lunch?"),
-      (.event(.connected(bob)), .connected, [bob], "* connected to Bob (5e6f7a8b)"),
-      (.event(.declined(bob, .declined)), .declined, [bob], "declined"),
-      (.event(.declined(bob, .timeout)), .declined, [bob], "timeout"),
-      (.event(.disconnected(bob, .goodbye(.shuttingDown))), .disconnected, [bob], DisconnectReason.goodbye(.shuttingDown).description),
+      (.event(.invitation(context)), .invitation, [ScriptFixtures.alice], "lunch?"),
+      (.event(.connected(ScriptFixtures.bob)), .connected, [ScriptFixtures.bob], "* connected to Bob (5e6f7a8b)"),
+      (.event(.declined(ScriptFixtures.bob, .declined)), .declined, [ScriptFixtures.bob], "declined"),
+      (.event(.declined(ScriptFixtures.bob, .timeout)), .declined, [ScriptFixtures.bob], "timeout"),
       (
-        .event(.message(ReceivedMessage(id: 1, from: bob, isPrivate: false, timestamp: 0, body: Array("hi alice".utf8)))), .message, [bob],
+        .event(.disconnected(ScriptFixtures.bob, .goodbye(.shuttingDown))), .disconnected, [ScriptFixtures.bob],
+        DisconnectReason.goodbye(.shuttingDown).description
+      ),
+      (
+        .event(.message(ReceivedMessage(id: 1, from: ScriptFixtures.bob, isPrivate: false, timestamp: 0, body: Array("hi alice".utf8)))), .message,
+        [ScriptFixtures.bob],
         "hi alice"
       ),
-      (.event(.delivered(messageID: 9, to: bob)), .delivered, [bob], "* delivered #9 to Bob (5e6f7a8b)"),
+      (.event(.delivered(messageID: 9, to: ScriptFixtures.bob)), .delivered, [ScriptFixtures.bob], "* delivered #9 to Bob (5e6f7a8b)"),
       (.event(.error(.rejected("nobody is connected"))), .error, [], "nobody is connected"),
       (.event(.status(.advertised(name: "alice #2"))), .advertised, [], "alice #2"),
-      (.event(.invitationWithdrawn(alice, "timeout")), .invitationWithdrawn, [alice], "timeout"),
-      (.sent(id: 3, text: "hello", to: [bob], isPrivate: false), .sent, [bob], "hello"),
-      (.who([bob]), .who, [bob], "* connected: Bob (5e6f7a8b)"),
+      (.event(.invitationWithdrawn(ScriptFixtures.alice, "timeout")), .invitationWithdrawn, [ScriptFixtures.alice], "timeout"),
+      (.sent(id: 3, text: "hello", to: [ScriptFixtures.bob], isPrivate: false), .sent, [ScriptFixtures.bob], "hello"),
+      (.who([ScriptFixtures.bob]), .who, [ScriptFixtures.bob], "* connected: Bob (5e6f7a8b)"),
       (.notice("hi there"), .notice, [], "hi there"),
       (
-        .ready(alice, port: 4000, service: .default), .ready, [],
+        .ready(ScriptFixtures.alice, port: 4000, service: .default), .ready, [],
         "* ready: alice (933af21c) listening on port 4000, service _nearby-devices._tcp — /help for commands"
       ),
     ]
