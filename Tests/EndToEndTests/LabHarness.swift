@@ -44,9 +44,10 @@ func runNearby(
   var inputFD: Int32 = -1
   if let input {
     // The input from a file: no writer to keep alive, and end of file comes by itself.
-    let path = try scriptsDirectory(["input": input]) + "/input"
-    inputFD = open(path, O_RDONLY | O_CLOEXEC)
-    guard inputFD >= 0 else { throw WaitError(description: "cannot open \(path)") }
+    let directory = try scriptsDirectory(["input": input])
+    inputFD = open(directory + "/input", O_RDONLY | O_CLOEXEC)
+    removeDirectory(directory)
+    guard inputFD >= 0 else { throw WaitError(description: "cannot open \(directory)/input") }
     stdin = .descriptor(inputFD)
   }
   let started = ContinuousClock.now
@@ -95,16 +96,28 @@ func scriptsDirectory(_ files: [String: String]) throws -> String {
   var template = Array("/tmp/nearby-labtest-XXXXXX".utf8CString)
   let directory = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
   for (name, text) in files {
-    try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
+    // O_CLOEXEC: a process another test spawns meanwhile must not inherit the descriptor
+    // (an executable file open for writing cannot be run: ETXTBSY).
+    let fd = open(directory + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+    guard fd >= 0 else { throw WaitError(description: "cannot create \(directory)/\(name)") }
+    let bytes = Array(text.utf8)
+    let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    guard written == bytes.count else { throw WaitError(description: "cannot write \(directory)/\(name)") }
   }
   return directory
+}
+
+/// Removes a directory made by ``scriptsDirectory(_:)``.
+func removeDirectory(_ path: String) {
+  try? FileManager.default.removeItem(atPath: path)
 }
 
 /// `nearby relay` works in this build (issue 6); until it lands it is a stub that says so.
 func relayAvailable(service: String) async throws -> Bool {
   guard try await runNearby(["relay", "--help"]).status == 0 else { return false }
   let state = try scriptsDirectory([:])
-  defer { try? FileManager.default.removeItem(atPath: state) }
+  defer { removeDirectory(state) }
   // A real relay keeps running: stop it after a moment. The stub exits at once with 70.
   let probe = try await runNearby(
     ["relay", "--name", "probe", "--state-dir", state], environment: ["NEARBY_SERVICE": service], timeout: .seconds(20),
