@@ -54,9 +54,15 @@ let package = Package(
       dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "CNearbySystem"],
       swiftSettings: strict
     ),
+    // `nearby lab`: several peers on private LANs built with scripts/lan.
+    .target(
+      name: "NearbyLab",
+      dependencies: ["NearbyTransport", "NearbyChat"],
+      swiftSettings: strict
+    ),
     .executableTarget(
       name: "nearby",
-      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench"],
+      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench", "NearbyLab"],
       swiftSettings: strict
     ),
 
@@ -90,6 +96,11 @@ let package = Package(
     .testTarget(
       name: "NearbyChatTests",
       dependencies: ["NearbyChat", "Nearby", "NearbyCore"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyLabTests",
+      dependencies: ["NearbyLab"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -125,6 +126,51 @@ int nearby_signalfd_read(int fd) {
   } while (got < 0 && errno == EINTR);
   if (got != (ssize_t)sizeof info) return -1;
   return (int)info.ssi_signo;
+}
+
+static int nearby_signal_pipe_writer = -1;
+
+static void nearby_signal_handler(int signo) {
+  int saved = errno;
+  unsigned char byte = (unsigned char)signo;
+  ssize_t ignored = write(nearby_signal_pipe_writer, &byte, 1);  // full pipe: drop it
+  (void)ignored;
+  errno = saved;
+}
+
+int nearby_signal_pipe(const int *signals) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  if (fcntl(fds[1], F_SETFL, O_NONBLOCK) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  nearby_signal_pipe_writer = fds[1];
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_handler = nearby_signal_handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int *s = signals; *s; s++) {
+    struct sigaction current;
+    if (sigaction(*s, NULL, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    sigaction(*s, &action, NULL);
+    sigaddset(&set, *s);
+  }
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  return fds[0];
+}
+
+int nearby_signal_pipe_read(int fd) {
+  unsigned char byte;
+  ssize_t got;
+  do {
+    got = read(fd, &byte, 1);
+  } while (got < 0 && errno == EINTR);
+  return got == 1 ? (int)byte : -1;
 }
 
 void nearby_unblock_all_signals(void) {

@@ -4,12 +4,15 @@ import CNearbySystem
   import Glibc
 #endif
 
-/// Delivers SIGINT, SIGTERM, SIGHUP and SIGWINCH as an `AsyncStream`, through a signalfd
-/// read on a thread of its own.
+/// Delivers SIGINT, SIGTERM, SIGHUP and SIGWINCH as an `AsyncStream`: a handler writes
+/// each signal to a pipe, which a thread of its own reads.
 ///
-/// ``install()`` must run at the very start of `main`, before other threads exist: it blocks
-/// these signals in the calling thread, and threads created afterwards inherit the mask, so
-/// the signals reach only the signalfd.
+/// Not a signalfd: that needs the signals blocked in every thread, and libdispatch parks the
+/// main thread of an async `main` in `sigsuspend` with an empty mask, so a SIGTERM would
+/// take its default action there (the process would die without saying goodbye).
+/// ``install()`` runs once, at the start of `main`. Signals ignored when the process starts
+/// (SIGINT in a shell's background job) stay ignored. Children started with
+/// `ChildProcess` get every signal back at its default.
 public final class SignalWatcher: Sendable {
   public let signals: AsyncStream<Int32>
   private let fd: Int32
@@ -19,9 +22,9 @@ public final class SignalWatcher: Sendable {
     self.fd = fd
   }
 
-  /// Blocks the signals and starts the reader. - Returns: nil if signalfd is unavailable.
+  /// Installs the handlers and starts the reader. - Returns: nil if that fails.
   public static func install(_ list: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGWINCH]) -> SignalWatcher? {
-    let fd = (list + [0]).withUnsafeBufferPointer { nearby_signalfd($0.baseAddress) }
+    let fd = (list + [0]).withUnsafeBufferPointer { nearby_signal_pipe($0.baseAddress) }
     guard fd >= 0 else { return nil }
     let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
     let box = Unmanaged.passRetained(SignalBox(fd: fd, continuation: continuation))
@@ -32,7 +35,7 @@ public final class SignalWatcher: Sendable {
         { context in
           let box = Unmanaged<SignalBox>.fromOpaque(context!).takeRetainedValue()
           while true {
-            let signal = nearby_signalfd_read(box.fd)
+            let signal = nearby_signal_pipe_read(box.fd)
             if signal < 0 { break }
             box.continuation.yield(signal)
           }

@@ -2,6 +2,7 @@ import Nearby
 import NearbyBench
 import NearbyChat
 import NearbyCommandLine
+import NearbyLab
 
 #if canImport(Glibc)
   import Glibc
@@ -80,6 +81,10 @@ enum SocketAddressCheck {
 
 func runChat(_ command: ParsedCommand) async -> Int32 {
   let name = displayName(command.value("name") ?? hostName())
+  var script: (ChatScript, file: String)?
+  if let path = command.value("script") {
+    script = await loadScript(path)
+  }
   let stateDirectory = command.value("state-dir") ?? IdentityStore.defaultDirectory(environment: currentEnvironment())
   var allowList: Set<PeerID> = []
   for item in command.values("allow").flatMap({ $0.split(separator: ",") }) {
@@ -132,11 +137,35 @@ func runChat(_ command: ParsedCommand) async -> Int32 {
   }
   let session = NearbySession(configuration: configuration)
   let json = command.flag("json")
+  if let (script, file) = script {
+    let code = await ScriptedChat.run(script: script, file: file, session: session, json: json, connect: endpoints, signals: signals?.signals)
+    withExtendedLifetime(identity) {}
+    return code
+  }
   let input = LineReader.lines()
   let chat = LineChat(session: session, output: PlainOutput(json: json), connect: endpoints)
   let code = await chat.run(input: input, signals: signals?.signals)
   withExtendedLifetime(identity) {}
   return code
+}
+
+/// Reads and parses a script; a script that cannot be read or parsed is a usage error.
+func loadScript(_ path: String) async -> (ChatScript, file: String) {
+  let file = path == "-" ? "<stdin>" : path
+  do throws(ChatScriptFileError) {
+    let text = try await ChatScriptFile.read(path)
+    do throws(ChatScriptErrors) {
+      return (try ChatScript.parse(text), file)
+    } catch {
+      OutputWriter.standardError.line(error.formatted(file: file))
+      OutputWriter.standardError.line(
+        "nearby chat: the script \(file) has \(error.errors.count) error\(error.errors.count == 1 ? "" : "s"); see the grammar in the README (Scripted peers)"
+      )
+      exit(64)
+    }
+  } catch {
+    usageError("invalid --script: \(error)")
+  }
 }
 
 func runBrowse(_ command: ParsedCommand) async -> Int32 {
@@ -226,8 +255,45 @@ func runBench(_ command: ParsedCommand) async -> Int32 {
 }
 
 func runLab(_ command: ParsedCommand) async -> Int32 {
-  OutputWriter.standardError.line("Error: nearby lab is not available in this build yet")
-  return 70
+  var options = LabOptions()
+  options.hosts = command.value("hosts").map { $0.split(separator: ",").map { $0.trimmingCharacters() } } ?? []
+  options.loopback = command.flag("loopback")
+  options.segments = command.values("segments")
+  options.command = command.variadic("command")
+  if let text = command.value("timeout") {
+    guard let seconds = Double(text), seconds > 0, seconds < 1e6 else {
+      usageError("invalid --timeout '\(text)': give a number of seconds, for example 60 or 0.5")
+    }
+    options.timeout = .milliseconds(Int64(seconds * 1000))
+  }
+  var files: [String] = []
+  if let directory = command.value("scripts") {
+    let absolute = LabFiles.absolute(directory)
+    guard LabFiles.isDirectory(absolute), let listed = LabFiles.list(absolute) else {
+      usageError("invalid --scripts '\(directory)': not a readable directory")
+    }
+    options.scriptsDirectory = absolute
+    files = listed
+  }
+  let plan: LabPlan
+  do throws(LabUsageError) {
+    plan = try LabPlan.make(options, files: files) { LabFiles.read(options.scriptsDirectory! + "/" + $0) }
+  } catch {
+    usageError(error.message)
+  }
+  // Every script is checked before anything is built.
+  let problems = Lab.scriptErrors(plan)
+  if !problems.isEmpty {
+    for problem in problems { OutputWriter.standardError.line(problem) }
+    let count = problems.count
+    OutputWriter.standardError.line(
+      "nearby lab: \(count) script\(count == 1 ? " has" : "s have") errors; see the grammar in the README (Scripted peers)")
+    return 64
+  }
+  let lab = Lab(
+    plan: plan, arguments: Array(CommandLine.arguments.dropFirst()), environment: currentEnvironment(),
+    executable: LabFiles.executablePath(fallback: CommandLine.arguments[0]))
+  return await lab.run(signals: signals?.signals)
 }
 
 extension Substring {

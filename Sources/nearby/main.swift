@@ -48,11 +48,10 @@ func runCommand() async -> Int32 {
   }
 }
 
-// Top-level code stays synchronous (no `await` here), so it runs on the main thread and the
-// signal mask set by SignalWatcher.install() above is the main thread's; every thread created
-// afterwards inherits it. The main thread then only waits: dispatchMain() (like an async
-// main) would unblock every signal on it and sigsuspend, and SIGTERM would kill us before
-// the signalfd saw it. The work runs detached from the main actor, on the pool.
+// Top-level code stays synchronous (no `await` here): the work runs detached from the main
+// actor, on the pool, and the main thread only waits. (An async main, or dispatchMain(),
+// parks the main thread in sigsuspend with every signal unblocked; SignalWatcher's handler
+// copes with that too, but nothing needs the main thread to run a dispatch loop.)
 Task.detached {
   exit(await runCommand())
 }

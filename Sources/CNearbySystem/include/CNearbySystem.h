@@ -61,6 +61,14 @@ long long nearby_resident_bytes(void);
 int nearby_signalfd(const int *signals);
 /// Reads one signal from a signalfd (blocking). Returns its number, or -1 with errno.
 int nearby_signalfd_read(int fd);
+/// Catches `signals` (a zero-terminated list; those ignored now, like SIGINT in a background
+/// job, stay ignored) with a handler that writes each signal's number to a pipe, and returns
+/// the pipe's read end, or -1 with errno. Once per process. Unlike signalfd this works when
+/// some thread has the signals unblocked: libdispatch parks the main thread of an async
+/// `main` in sigsuspend with an empty mask.
+int nearby_signal_pipe(const int *signals);
+/// Reads one signal from that pipe (blocking). Returns its number, or -1 at end or error.
+int nearby_signal_pipe_read(int fd);
 /// Unblocks every signal in the calling thread.
 void nearby_unblock_all_signals(void);
 
