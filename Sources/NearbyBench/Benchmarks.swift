@@ -67,4 +67,3 @@ extension Duration {
   var microseconds: Double { Double(components.seconds) * 1e6 + Double(components.attoseconds) / 1e12 }
   var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
-

@@ -27,7 +27,8 @@ extension BenchRunner {
       browser.start()
       try await Task.sleep(for: .milliseconds(300))
       let advertiser = try Advertiser(
-        advertisement: PeerAdvertisement(peer: Peer(id: PeerID.random(), name: try DisplayName("bench\(round)"))), serviceType: type, port: 9, loop: loop)
+        advertisement: PeerAdvertisement(peer: Peer(id: PeerID.random(), name: try DisplayName("bench\(round)"))), serviceType: type, port: 9,
+        loop: loop)
       let start = clock.now
       advertiser.start()
       for await event in browser.events {
@@ -39,11 +40,13 @@ extension BenchRunner {
 
       let avahiType = "_avb\(round)x\(UInt16.random(in: 0...UInt16.max))._tcp"
       let pipe = try OutputPipe()
-      let browse = try ChildProcess("avahi-browse", ["-rp", avahiType], standardInput: .null, standardOutput: .descriptor(pipe.write), standardError: .null)
+      let browse = try ChildProcess(
+        "avahi-browse", ["-rp", avahiType], standardInput: .null, standardOutput: .descriptor(pipe.write), standardError: .null)
       pipe.closeWrite()
       try await Task.sleep(for: .milliseconds(300))
       let publishStart = clock.now
-      let publish = try ChildProcess("avahi-publish", ["-s", "bench\(round)", avahiType, "9", "id=x"], standardInput: .null, standardOutput: .null, standardError: .null)
+      let publish = try ChildProcess(
+        "avahi-publish", ["-s", "bench\(round)", avahiType, "9", "id=x"], standardInput: .null, standardOutput: .null, standardError: .null)
       await pipe.waitForLine(startingWith: "=")
       theirs.append(clock.now - publishStart)
       publish.terminate()

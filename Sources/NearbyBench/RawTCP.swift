@@ -153,11 +153,13 @@ final class Thread: @unchecked Sendable {
   init(_ body: @escaping () -> Void) { self.body = body }
   func start() {
     let box = Unmanaged.passRetained(self)
-    pthread_create(&thread, nil, { context in
-      let owner = Unmanaged<Thread>.fromOpaque(context!).takeRetainedValue()
-      owner.body()
-      return nil
-    }, box.toOpaque())
+    pthread_create(
+      &thread, nil,
+      { context in
+        let owner = Unmanaged<Thread>.fromOpaque(context!).takeRetainedValue()
+        owner.body()
+        return nil
+      }, box.toOpaque())
   }
   func join() { pthread_join(thread, nil) }
 }

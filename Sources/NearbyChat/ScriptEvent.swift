@@ -32,6 +32,7 @@ public struct ScriptEvent: Sendable, Equatable {
     case .sent(_, let text, let peers, _): self.init(kind: .sent, peers: peers, text: text, display: display)
     case .peers(let found): self.init(kind: .peers, peers: found.map(\.peer), text: display)
     case .who(let connected): self.init(kind: .who, peers: connected, text: display)
+    case .relayed(let relayed): self.init(kind: .relayed, peers: relayed.map(\.peer), text: display)
     case .invitations(let pending): self.init(kind: .invitations, peers: pending.map(\.peer), text: display)
     case .notice(let text): self.init(kind: .notice, text: text, display: display)
     case .error(let text): self.init(kind: .error, text: text, display: display, isCommandError: true)
@@ -53,6 +54,8 @@ public struct ScriptEvent: Sendable, Equatable {
     case .disconnected(let peer, let reason): return (.disconnected, [peer], reason.description)
     case .message(let message): return (.message, [message.from], String(decoding: message.body, as: UTF8.self))
     case .delivered(_, let peer): return (.delivered, [peer], display)
+    case .reachable(let peer, let relay): return (.reachable, [peer], relay.name.value)
+    case .unreachable(let peer): return (.unreachable, [peer], display)
     case .error(let error):
       let peer: Peer? =
         switch error {

@@ -6,6 +6,7 @@ public enum ScriptEventKind: String, Sendable, CaseIterable {
   case invitation, invitationWithdrawn, connecting, connected, declined, disconnected
   case message, sent, delivered, error, notice
   case peers, who, invitations, foreign, rejected
+  case reachable, unreachable, relayed
 
   /// Parses a name from a script: the JSON name, any case; `withdrawn` for `invitationWithdrawn`.
   public init?(scriptName: String) {

@@ -112,15 +112,3 @@ func scriptsDirectory(_ files: [String: String]) throws -> String {
 func removeDirectory(_ path: String) {
   try? FileManager.default.removeItem(atPath: path)
 }
-
-/// `nearby relay` works in this build (issue 6); until it lands it is a stub that says so.
-func relayAvailable(service: String) async throws -> Bool {
-  guard try await runNearby(["relay", "--help"]).status == 0 else { return false }
-  let state = try scriptsDirectory([:])
-  defer { removeDirectory(state) }
-  // A real relay keeps running: stop it after a moment. The stub exits at once with 70.
-  let probe = try await runNearby(
-    ["relay", "--name", "probe", "--state-dir", state], environment: ["NEARBY_SERVICE": service], timeout: .seconds(20),
-    signal: (SIGTERM, after: .milliseconds(1500)))
-  return !(probe.status == 70 || probe.output.contains("not available in this build"))
-}

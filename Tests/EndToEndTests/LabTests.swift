@@ -52,13 +52,11 @@ extension ScriptedPeersEndToEnd {
     }
 
     @Test func relayBetweenTwoSegments() async throws {
-      guard try await relayAvailable(service: service["NEARBY_SERVICE"]!) else {
-        try Test.cancel(
-          "skipped: `nearby relay` is not in this build yet (issue 6; `nearby relay` answers 'not available'); Examples/relay runs once it lands")
-      }
       let run = try await runNearby(
         ["lab", "--segments", "a,r", "--segments", "r,c", "--scripts", LabPaths.example("relay")], environment: service, timeout: .seconds(120))
       try await expectPassed(run, hosts: ["a", "c"])
+      let relayLines = run.output.split(separator: "\n").filter { $0.hasPrefix("r ") && $0.contains("| ts=") }
+      #expect(!relayLines.isEmpty, "the relay's log lines are streamed with its host name")
     }
 
     @Test func aFailingScriptFailsTheLabStopsTheOthersAndCleansUp() async throws {
