@@ -23,6 +23,10 @@ public struct BenchRunner: Sendable {
 
   public func run() async throws -> [BenchmarkResult] {
     var results: [BenchmarkResult] = []
+    if only.contains("probe") {
+      let transport = try await TransportProbe.pingPong(rounds: 5000)
+      progress("probe: transport-only ping-pong p50 \(transport.p50.microseconds) µs, p99 \(transport.p99.microseconds) µs")
+    }
     if wants("latency") { results += try await latency() }
     if wants("throughput") { results += try await throughput() }
     if wants("handshake") { results += try await handshake() }

@@ -90,7 +90,7 @@ public enum NearbyCommands {
       json,
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery"]),
+        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "probe"]),
     ],
     examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency"])
 
