@@ -62,7 +62,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "nearby",
-      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench", "NearbyLab"],
+      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench", "NearbyLab", "CNearbySystem"],
       swiftSettings: strict
     ),
 

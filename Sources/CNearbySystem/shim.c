@@ -178,3 +178,6 @@ void nearby_unblock_all_signals(void) {
   sigemptyset(&set);
   pthread_sigmask(SIG_SETMASK, &set, NULL);
 }
+
+#include <sys/prctl.h>
+int nearby_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL); }

@@ -12,32 +12,49 @@ import Synchronization
 /// ``run()`` is the session's task tree: call it once, in a task of its own; it returns after
 /// ``shutdown()`` (or cancellation) has said goodbye to every peer, withdrawn the
 /// advertisement and closed every socket and thread it made.
+///
+/// The actor runs on its own I/O thread (its ``EventLoop`` is its executor): frames go from
+/// the socket through the decoder and the state machine without changing threads, and the
+/// frames it sends are written once per loop iteration. ``send(_:to:)`` is `nonisolated`:
+/// it only queues the message, so a sender never waits for the I/O thread.
 public actor NearbySession {
   public nonisolated let configuration: SessionConfiguration
   /// Everything that happens, in order. One consumer.
   public nonisolated let events: AsyncStream<SessionEvent>
-  private let eventContinuation: AsyncStream<SessionEvent>.Continuation
+  private nonisolated let eventContinuation: AsyncStream<SessionEvent>.Continuation
+  /// The session's I/O thread, which is also the actor's executor.
+  public nonisolated let loop: EventLoop
+
+  /// The I/O thread as a task executor: code that handles events in
+  /// `withTaskExecutorPreference(session.taskExecutor) { ... }` runs on the session's own
+  /// thread, with no thread switch per event (for the lowest latency; it must not block).
+  public nonisolated var taskExecutor: any TaskExecutor { loop }
+
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
   private var machine: SessionStateMachine
   private let start = ContinuousClock.now
-  private var loop: EventLoop?
   private var listener: TCPListener?
   private var advertiser: Advertiser?
   private var browser: Browser?
   private var connections: [ConnectionID: TCPConnection] = [:]
   private var connectors: [ConnectionID: TCPConnector] = [:]
-  private var transportContinuation: AsyncStream<TransportEvent>.Continuation?
   private var shutdownRequested = false
+  private nonisolated let outbox = Mutex(Outbox())
+  private nonisolated let messageIDs = Atomic<UInt64>(UInt64.random(in: 1...(1 << 31)))
   private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
   private var readyWaiters: [CheckedContinuation<UInt16?, Never>] = []
-  private var spaceWaiters: [ConnectionID: [CheckedContinuation<Void, Never>]] = [:]
+  /// Connections whose queue is full while a waiting message is queued for them.
+  private var waitingForSpace: Set<ConnectionID> = []
   private var state = RunState.idle
   private let inboundIDs = Atomic<UInt64>(1)
 
   private enum RunState { case idle, running, stopped }
 
-  public init(configuration: SessionConfiguration) {
+  /// - Throws: ``SystemError`` when the I/O thread cannot be created (no descriptors left).
+  public init(configuration: SessionConfiguration) throws {
     self.configuration = configuration
+    loop = try EventLoop(name: "nearby-io")
     var core = SessionStateMachine.Configuration(local: configuration.peer)
     core.capabilities = configuration.isRelay ? .relay : []
     core.acceptPolicy = configuration.acceptPolicy
@@ -59,24 +76,16 @@ public actor NearbySession {
   public func run() async throws {
     guard state == .idle else { throw SessionUsageError("run() was already called on this session") }
     state = .running
-    let loop: EventLoop
-    do {
-      loop = try EventLoop()
-    } catch {
-      finishReady(nil)
-      state = .stopped
-      eventContinuation.finish()
-      throw error
-    }
-    self.loop = loop
-    let (transport, transportContinuation) = AsyncStream.makeStream(of: TransportEvent.self)
-    self.transportContinuation = transportContinuation
-    let sink: TransportSink = { transportContinuation.yield($0) }
+    let loop = self.loop
+    // Transport events arrive on the loop thread, which is this actor's executor.
+    let sink: TransportSink = { event in self.assumeIsolated { $0.handle(event) } }
+    transportSink = sink
     do {
       listener = try await TCPListener.bind(
         host: configuration.listenHost, port: configuration.listenPort, loop: loop, maximumQueuedBytes: configuration.maximumQueuedBytes,
         nextID: { [self] in ConnectionID(self.inboundIDsNext()) }, sink: sink)
     } catch {
+      transportSink = nil
       await loop.shutdown()
       finishReady(nil)
       state = .stopped
@@ -99,9 +108,6 @@ public actor NearbySession {
     let browser = self.browser
 
     await withTaskGroup(of: Void.self) { group in
-      group.addTask {
-        for await event in transport { await self.handle(event) }
-      }
       if let advertiser {
         group.addTask {
           for await event in advertiser.events { await self.handle(event) }
@@ -129,8 +135,8 @@ public actor NearbySession {
       await self.performShutdown()
       group.cancelAll()
     }
+    transportSink = nil
     await loop.shutdown()
-    self.loop = nil
     state = .stopped
     eventContinuation.finish()
   }
@@ -175,6 +181,8 @@ public actor NearbySession {
 
   private func performShutdown() async {
     shutdownRequested = true
+    // Messages queued before the shutdown go out before the GOODBYEs.
+    drainOutbox()
     advertiser?.finish()
     browser?.finish()
     listener?.close()
@@ -190,9 +198,8 @@ public actor NearbySession {
     connectors.removeAll()
     for connection in connections.values { connection.close(.now) }
     connections.removeAll()
-    transportContinuation?.finish()
-    for (_, waiters) in spaceWaiters { for waiter in waiters { waiter.resume() } }
-    spaceWaiters.removeAll()
+    listener = nil
+    failOutbox()
     let waiters = shutdownWaiters
     shutdownWaiters = []
     state = .stopped
@@ -244,39 +251,134 @@ public actor NearbySession {
   /// Sends a message: reliable and in order per peer. Each peer that gets it answers with a
   /// ``SessionEvent/delivered(messageID:to:)``; a peer it cannot reach gives an
   /// ``SessionError/undelivered(messageID:peer:peerID:reason:)`` event naming the message.
+  ///
+  /// It only queues the message for the session's I/O thread, so it returns at once from any
+  /// thread; messages queued by one caller keep their order. When more than
+  /// ``SessionConfiguration/maximumQueuedBytes`` wait (the peers read too slowly), the
+  /// message is refused: an `undelivered` (`queueFull`) event names it.
   /// - Returns: the message id.
   @discardableResult
-  public func send(_ body: [UInt8], to recipients: Recipients = .all) -> UInt64 {
-    var actions: [SessionAction] = []
-    let id = machine.send(body, to: recipients, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
-    perform(actions)
-    return id
+  public nonisolated func send(_ body: [UInt8], to recipients: Recipients = .all) -> UInt64 {
+    enqueue(body, to: recipients, waiting: false)
+  }
+
+  /// Like ``send(_:to:)``, but waits while messages already queued (for the session, or on
+  /// a recipient's connection) fill the queue, so a fast sender slows down to the pace of
+  /// its slowest peer instead of getting `queueFull` errors.
+  @discardableResult
+  public nonisolated func sendWhenWritable(_ body: [UInt8], to recipients: Recipients = .all) async -> UInt64 {
+    while true {
+      let full = outbox.withLock { $0.bytes >= configuration.maximumQueuedBytes && !$0.closed }
+      guard full else { break }
+      await withCheckedContinuation { continuation in
+        let resumeNow = outbox.withLock { box -> Bool in
+          if box.bytes < configuration.maximumQueuedBytes || box.closed { return true }
+          box.spaceWaiters.append(continuation)
+          return false
+        }
+        if resumeNow { continuation.resume() }
+      }
+    }
+    return enqueue(body, to: recipients, waiting: true)
   }
 
   /// Like ``send(_:to:)``, and also says which peers the message was queued for (each of
   /// them answers with `delivered` or an `undelivered` error).
   public func sendTracked(_ body: [UInt8], to recipients: Recipients = .all) -> (id: UInt64, recipients: [Peer]) {
+    drainOutbox()
     var actions: [SessionAction] = []
-    let (id, targets) = machine.sendMessage(body, to: recipients, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
+    let id = messageIDs.add(1, ordering: .relaxed).oldValue
+    let (_, targets) = machine.sendMessage(body, to: recipients, id: id, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
     let peers = targets.compactMap { machine.peer($0) }
     perform(actions)
     return (id, peers)
   }
 
-  /// Like ``send(_:to:)``, but first waits while a recipient's send queue is full, so a fast
-  /// sender slows down to the pace of its slowest peer instead of getting `queueFull` errors.
-  @discardableResult
-  public func sendWhenWritable(_ body: [UInt8], to recipients: Recipients = .all) async -> UInt64 {
-    while !shutdownRequested {
-      let targets: [ConnectionID]
-      switch recipients {
-      case .all: targets = machine.connectedPeers.compactMap { machine.sessionConnection($0.id) }
-      case .peers(let ids): targets = ids.compactMap { machine.sessionConnection($0) }
-      }
-      guard let full = targets.first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }) else { break }
-      await withCheckedContinuation { spaceWaiters[full, default: []].append($0) }
+  private nonisolated func enqueue(_ body: [UInt8], to recipients: Recipients, waiting: Bool) -> UInt64 {
+    let id = messageIDs.add(1, ordering: .relaxed).oldValue
+    let entry = OutboxEntry(id: id, body: body, recipients: recipients, timestamp: Self.unixMilliseconds(), waiting: waiting)
+    let (accepted, schedule) = outbox.withLock { box -> (Bool, Bool) in
+      if box.closed { return (false, false) }
+      if !waiting, box.bytes >= configuration.maximumQueuedBytes * 2 { return (false, false) }
+      box.entries.append(entry)
+      box.bytes += body.count
+      defer { box.drainScheduled = true }
+      return (true, !box.drainScheduled)
     }
-    return send(body, to: recipients)
+    guard accepted else {
+      let reason: UndeliveredReason = outbox.withLock { $0.closed } ? .shuttingDown : .queueFull
+      let peerID: PeerID
+      if case .peers(let ids) = recipients, let first = ids.first { peerID = first } else { peerID = configuration.peer.id }
+      eventContinuation.yield(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: reason)))
+      return id
+    }
+    if schedule {
+      loop.execute { self.assumeIsolated { $0.drainOutbox() } }
+    }
+    return id
+  }
+
+  /// Hands queued messages to the state machine, in order. A waiting message whose
+  /// connection is full stays queued (with the ones after it) until the connection drains.
+  private func drainOutbox() {
+    var entries = outbox.withLock { box -> [OutboxEntry] in
+      box.drainScheduled = false
+      defer { box.entries.removeAll(keepingCapacity: true) }
+      return box.entries
+    }
+    guard !entries.isEmpty else { return }
+    var actions: [SessionAction] = []
+    var index = 0
+    var sentBytes = 0
+    let time = now
+    while index < entries.count {
+      let entry = entries[index]
+      if entry.waiting,
+        let full = machine.connections(for: entry.recipients).first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }
+        )
+      {
+        // Put the rest back in front of what arrived meanwhile; go on when `full` drains.
+        waitingForSpace.insert(full)
+        break
+      }
+      _ = machine.sendMessage(entry.body, to: entry.recipients, id: entry.id, timestamp: entry.timestamp, now: time, into: &actions)
+      sentBytes += entry.body.count
+      index += 1
+      if actions.count > 256 {
+        perform(actions)
+        actions.removeAll(keepingCapacity: true)
+      }
+    }
+    perform(actions)
+    let remaining = Array(entries[index...])
+    entries = []
+    let waiters = outbox.withLock { box -> [CheckedContinuation<Void, Never>] in
+      box.bytes -= sentBytes
+      if !remaining.isEmpty { box.entries.insert(contentsOf: remaining, at: 0) }
+      guard box.bytes < configuration.maximumQueuedBytes / 2 || box.bytes == 0 else { return [] }
+      defer { box.spaceWaiters.removeAll() }
+      return box.spaceWaiters
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  /// At shutdown: messages still queued are reported undelivered; waiting senders resume.
+  private func failOutbox() {
+    let (entries, waiters) = outbox.withLock { box -> ([OutboxEntry], [CheckedContinuation<Void, Never>]) in
+      box.closed = true
+      defer {
+        box.entries.removeAll()
+        box.spaceWaiters.removeAll()
+        box.bytes = 0
+      }
+      return (box.entries, box.spaceWaiters)
+    }
+    for entry in entries {
+      let peerID: PeerID
+      if case .peers(let ids) = entry.recipients, let first = ids.first { peerID = first } else { peerID = configuration.peer.id }
+      emit(.error(.undelivered(messageID: entry.id, peer: machine.peer(peerID), peerID: peerID, reason: .shuttingDown)))
+    }
+    for waiter in waiters { waiter.resume() }
   }
 
   /// Connected peers, by name.
@@ -348,9 +450,7 @@ public actor NearbySession {
       connections[id] = nil
       machine.connectionClosed(id, detail: detail, now: now, into: &actions)
     case .writable(let id):
-      if let waiters = spaceWaiters.removeValue(forKey: id) {
-        for waiter in waiters { waiter.resume() }
-      }
+      if waitingForSpace.remove(id) != nil { drainOutbox() }
     }
     perform(actions)
   }
@@ -390,7 +490,7 @@ public actor NearbySession {
     for action in actions {
       switch action {
       case .connect(let id, let endpoints):
-        guard let loop, !shutdownRequested, let sink = transportSink else {
+        guard !shutdownRequested, let sink = transportSink else {
           var more: [SessionAction] = []
           machine.connectFailed(id, detail: "the session is shutting down", now: now, into: &more)
           perform(more)
@@ -415,10 +515,7 @@ public actor NearbySession {
     }
   }
 
-  private var transportSink: TransportSink? {
-    guard let continuation = transportContinuation else { return nil }
-    return { continuation.yield($0) }
-  }
+  private var transportSink: TransportSink?
 
   private func sendMessage(_ message: Frame.Message, on ids: [ConnectionID]) {
     var failures: [SessionAction] = []
@@ -449,6 +546,23 @@ public actor NearbySession {
   private func emit(_ event: SessionEvent) {
     eventContinuation.yield(event)
   }
+}
+
+/// Messages queued by ``NearbySession/send(_:to:)`` for the I/O thread.
+struct Outbox: Sendable {
+  var entries: [OutboxEntry] = []
+  var bytes = 0
+  var drainScheduled = false
+  var closed = false
+  var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+}
+
+struct OutboxEntry: Sendable {
+  let id: UInt64
+  let body: [UInt8]
+  let recipients: Recipients
+  let timestamp: UInt64
+  let waiting: Bool
 }
 
 /// A one-shot signal that can be opened from any context (a cancellation handler too) and

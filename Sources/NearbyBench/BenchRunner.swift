@@ -70,7 +70,7 @@ public struct BenchRunner: Sendable {
     // B answers every message it gets.
     let echo = Task {
       for await event in b.session.events {
-        if case .message = event { await b.session.send(body, to: .peers([aID])) }
+        if case .message = event { b.session.send(body, to: .peers([aID])) }
       }
     }
     var events = a.session.events.makeAsyncIterator()
@@ -79,7 +79,7 @@ public struct BenchRunner: Sendable {
     let clock = ContinuousClock()
     for _ in 0..<rounds + 100 {
       let start = clock.now
-      await a.session.send(body, to: .peers([bID]))
+      a.session.send(body, to: .peers([bID]))
       while let event = await events.next() {
         if case .message = event { break }
       }
@@ -241,7 +241,7 @@ public struct BenchRunner: Sendable {
     for _ in 0..<repeats {
       arrivals.reset(expecting: count)
       let start = clock.now
-      await hub.session.send(body, to: .all)
+      hub.session.send(body, to: .all)
       await arrivals.waitForAll()
       times.append(clock.now - start)
     }

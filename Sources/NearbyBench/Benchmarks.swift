@@ -34,7 +34,7 @@ struct LocalSession: Sendable {
     configuration.browse = false
     configuration.listenHost = "127.0.0.1"
     configuration.acceptPolicy = policy
-    let session = NearbySession(configuration: configuration)
+    let session = try NearbySession(configuration: configuration)
     let task = Task { try await session.run() }
     guard let port = await session.waitUntilListening() else { throw BenchError("a session did not start") }
     return LocalSession(session: session, task: task, port: port)

@@ -9,11 +9,18 @@ enum TransportProbe {
     let (serverStream, serverContinuation) = AsyncStream.makeStream(of: TransportEvent.self)
     let (clientStream, clientContinuation) = AsyncStream.makeStream(of: TransportEvent.self)
     let counter = Atomic<UInt64>(1)
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: { ConnectionID(counter.add(1, ordering: .relaxed).oldValue) }, sink: { serverContinuation.yield($0) })
-    _ = TCPConnector.connect(ConnectionID(1 << 62), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: { clientContinuation.yield($0) })
+    let listener = try await TCPListener.bind(
+      host: "127.0.0.1", loop: loop, nextID: { ConnectionID(counter.add(1, ordering: .relaxed).oldValue) }, sink: { serverContinuation.yield($0) })
+    _ = TCPConnector.connect(
+      ConnectionID(1 << 62), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: { clientContinuation.yield($0) })
     var client: TCPConnection?
     var clientEvents = clientStream.makeAsyncIterator()
-    while let event = await clientEvents.next() { if case .connected(let c) = event { client = c; break } }
+    while let event = await clientEvents.next() {
+      if case .connected(let c) = event {
+        client = c
+        break
+      }
+    }
     let echo = Task {
       var server: TCPConnection?
       for await event in serverStream {

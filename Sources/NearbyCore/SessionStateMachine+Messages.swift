@@ -85,11 +85,18 @@ extension SessionStateMachine {
   /// Sends `body` to connected peers.
   /// - Returns: the message id and the peers it was queued for (each answers with a
   ///   `delivered` or an `undelivered` error).
-  public mutating func sendMessage(_ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction])
-    -> (id: UInt64, recipients: [PeerID])
-  {
-    let messageID = nextMessageID
-    nextMessageID &+= 1
+  /// - Parameter id: the message id; `nil` takes the next one of the machine's counter (a
+  ///   shell that assigns ids itself, on another thread, passes them).
+  public mutating func sendMessage(
+    _ body: [UInt8], to recipients: Recipients, id: UInt64? = nil, timestamp: UInt64, now: Duration, into actions: inout [SessionAction]
+  ) -> (id: UInt64, recipients: [PeerID]) {
+    let messageID: UInt64
+    if let id {
+      messageID = id
+    } else {
+      messageID = nextMessageID
+      nextMessageID &+= 1
+    }
     guard body.count <= ProtocolLimits.maximumBodyLength else {
       actions.append(.emit(.error(.rejected("message \(messageID) is \(body.count) bytes, more than the limit of 1 MiB"))))
       return (messageID, [])
@@ -150,6 +157,29 @@ extension SessionStateMachine {
     }
     actions.append(.sendMessage(message, targets))
     return (messageID, expected)
+  }
+
+  /// The connections a message to `recipients` would be queued on (for a shell that waits
+  /// until they have room before sending).
+  public func connections(for recipients: Recipients) -> [ConnectionID] {
+    switch recipients {
+    case .all:
+      var result: [ConnectionID] = []
+      for (peerID, record) in peers where peerID != localPeer.id {
+        if let id = record.session {
+          result.append(id)
+        } else if !record.isRelay, let route = record.bestRoute, !result.contains(route) {
+          result.append(route)
+        }
+      }
+      return result
+    case .peers(let ids):
+      var result: [ConnectionID] = []
+      for id in ids {
+        if let route = peers[id]?.session ?? peers[id]?.bestRoute, !result.contains(route) { result.append(route) }
+      }
+      return result
+    }
   }
 
   /// The shell could not queue a message on a connection (its queue is full).

@@ -44,21 +44,70 @@ final class DNSServiceOperation: EventLoopHandler {
 
   func handle(events: UInt32) {
     guard let ref else { return }
+    Self.processing += 1
     let result = DNSServiceProcessResult(ref)
-    if result != Int32(kDNSServiceErr_NoError), self.ref != nil {
-      onFailure(DNSServiceError(code: result, operation: "DNSServiceProcessResult"))
-    }
+    Self.processing -= 1
+    let failed = result != Int32(kDNSServiceErr_NoError) && self.ref != nil
+    if Self.processing == 0 { Self.deallocatePending() }
+    if failed { onFailure(DNSServiceError(code: result, operation: "DNSServiceProcessResult")) }
   }
 
   /// Stops watching and deallocates the ref, then releases the context. Idempotent; loop
-  /// thread only (a callback may call it for its own operation).
+  /// thread only. Called from a callback (while `DNSServiceProcessResult` runs, for this ref
+  /// or another), the deallocation waits until that call has returned: the library is never
+  /// asked to free a ref in the middle of dispatching.
   func cancel() {
     guard let ref else { return }
     self.ref = nil
     loop.deregister(fd)
-    DNSServiceRefDeallocate(ref)
-    context?.release()
+    let retained = context
     context = nil
+    if Self.processing > 0 {
+      Self.pending.append((ref, retained))
+    } else {
+      DNSServiceRefDeallocate(ref)
+      retained?.release()
+    }
+  }
+
+  // Loop thread only (every DNS-SD call of the process runs on an event loop thread, and a
+  // process has one loop per session; the counters are per thread).
+  private nonisolated(unsafe) static var processingByThread: [UInt64: Int] = [:]
+  private static let lock = NSLockLike()
+
+  private static var processing: Int {
+    get { lock.withLock { processingByThread[currentThread, default: 0] } }
+    set { lock.withLock { processingByThread[currentThread] = newValue } }
+  }
+
+  private nonisolated(unsafe) static var pendingByThread: [UInt64: [(DNSServiceRef, Unmanaged<AnyObject>?)]] = [:]
+
+  private static var pending: [(DNSServiceRef, Unmanaged<AnyObject>?)] {
+    get { lock.withLock { pendingByThread[currentThread, default: []] } }
+    set { lock.withLock { pendingByThread[currentThread] = newValue } }
+  }
+
+  private static var currentThread: UInt64 { UInt64(pthread_self()) }
+
+  private static func deallocatePending() {
+    let work = pending
+    guard !work.isEmpty else { return }
+    pending = []
+    for (ref, context) in work {
+      DNSServiceRefDeallocate(ref)
+      context?.release()
+    }
+  }
+}
+
+/// A tiny mutex for the per-thread bookkeeping above.
+final class NSLockLike: @unchecked Sendable {
+  private var mutex = pthread_mutex_t()
+  init() { pthread_mutex_init(&mutex, nil) }
+  func withLock<T>(_ body: () -> T) -> T {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    return body()
   }
 }
 

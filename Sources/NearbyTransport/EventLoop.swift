@@ -1,4 +1,5 @@
 import CNearbySystem
+import Dispatch
 import NearbyCore
 import Synchronization
 
@@ -38,8 +39,22 @@ public final class EventLoop: @unchecked Sendable {
   private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
   private let hasFinished = Atomic<Bool>(false)
   private let closedDescriptors = Atomic<Bool>(false)
+  /// Runs jobs enqueued after the loop stopped (see ``enqueue(_:)``); made on first use.
+  private let afterStopQueue = Mutex<DispatchQueue?>(nil)
+  private let token = UInt64.random(in: 1...UInt64.max)
+  private var afterStop: DispatchQueue {
+    afterStopQueue.withLock { queue in
+      if let queue { return queue }
+      let made = DispatchQueue(label: "\(name).after-stop")
+      made.setSpecific(key: Self.afterStopKey, value: token)
+      queue = made
+      return made
+    }
+  }
+  static let afterStopKey = DispatchSpecificKey<UInt64>()
 
   // Loop thread only.
+  private var deferred: [() -> Void] = []
   private var handlers: [Int32: any EventLoopHandler] = [:]
   private var timers: [Timer] = []
   private var nextTimerID: UInt64 = 1
@@ -90,17 +105,32 @@ public final class EventLoop: @unchecked Sendable {
   /// Whether the caller runs on the loop's thread.
   public var inLoop: Bool { UInt64(pthread_self()) == threadID.load(ordering: .acquiring) }
 
-  /// Runs `work` on the loop thread, soon.
+  /// Runs `work` on the loop thread, soon (dropped once the loop has stopped).
   public func execute(_ work: @escaping @Sendable () -> Void) {
+    _ = submit(work)
+  }
+
+  /// Queues `work` for the loop thread. - Returns: `false` when the loop has stopped.
+  @discardableResult
+  func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
     let accepted = shared.withLock { state -> Bool in
       if state.stopping { return false }
       state.work.append(work)
       return true
     }
-    guard accepted else { return }
-    if !signalled.exchange(true, ordering: .acquiringAndReleasing) {
+    guard accepted else { return false }
+    if !inLoop, !signalled.exchange(true, ordering: .acquiringAndReleasing) {
       _ = nearby_eventfd_signal(wakeFD)
     }
+    return true
+  }
+
+  /// Runs `work` on the loop thread after everything of the current iteration (handlers,
+  /// timers, queued work), before the loop waits again. Loop thread only. Connections use it
+  /// to write once for all the frames queued during an iteration.
+  public func afterIteration(_ work: @escaping () -> Void) {
+    precondition(inLoop, "afterIteration must run on the event loop")
+    deferred.append(work)
   }
 
   /// Stops the loop after the work already queued, and waits for its thread to end.
@@ -182,7 +212,9 @@ public final class EventLoop: @unchecked Sendable {
     var events = [nearby_epoll_event](repeating: nearby_epoll_event(), count: 256)
     while true {
       var timeout: Int32 = -1
-      if let next = timers.map(\.deadline).min() {
+      if shared.withLock({ !$0.work.isEmpty }) {
+        timeout = 0
+      } else if let next = timers.map(\.deadline).min() {
         let now = Self.monotonicNanoseconds()
         timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
       }
@@ -202,16 +234,27 @@ public final class EventLoop: @unchecked Sendable {
         handlers[fd]?.handle(events: events[index].events)
       }
       runTimers()
-      if runQueuedWork() { break }
+      let stop = runQueuedWork()
+      runDeferred()
+      if stop, shared.withLock({ $0.work.isEmpty }) { break }
     }
     handlers.removeAll()
     timers.removeAll()
+    deferred.removeAll()
     let continuation = finished.withLock { stored -> CheckedContinuation<Void, Never>? in
       hasFinished.store(true, ordering: .releasing)
       defer { stored = nil }
       return stored
     }
     continuation?.resume()
+  }
+
+  private func runDeferred() {
+    while !deferred.isEmpty {
+      let work = deferred
+      deferred.removeAll(keepingCapacity: true)
+      for item in work { item() }
+    }
   }
 
   private func runTimers() {
@@ -234,5 +277,47 @@ public final class EventLoop: @unchecked Sendable {
       for item in work { item() }
       if work.isEmpty { return stopping }
     }
+  }
+}
+
+// MARK: An executor for actors and tasks
+
+extension EventLoop: SerialExecutor, TaskExecutor {
+  /// Runs a job of an actor (or a task preferring this executor) on the loop thread. Once the
+  /// loop has stopped, jobs run on a serial queue instead, after the loop thread has ended,
+  /// so an actor on this executor still finishes what it was doing.
+  public func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    let accepted = submit { [self] in
+      job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+    }
+    if !accepted {
+      afterStop.async { [self] in
+        waitUntilFinished()
+        job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+      }
+    }
+  }
+
+  public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    UnownedSerialExecutor(ordinary: self)
+  }
+
+  public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+    UnownedTaskExecutor(ordinary: self)
+  }
+
+  public func checkIsolated() {
+    precondition(inLoop || DispatchQueue.getSpecific(key: Self.afterStopKey) == token, "not on the event loop \(name)")
+  }
+
+  /// Whether the caller may use state confined to this loop (the loop thread, or the
+  /// serial queue that replaces it after it stopped).
+  public var isCurrent: Bool {
+    inLoop || DispatchQueue.getSpecific(key: Self.afterStopKey) == token
+  }
+
+  private func waitUntilFinished() {
+    while !hasFinished.load(ordering: .acquiring) { usleep(100) }
   }
 }

@@ -129,7 +129,14 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
       }
       return .queued
     }
-    if wake { loop.execute { [self] in flush() } }
+    if wake {
+      if loop.inLoop {
+        // Everything queued during this loop iteration goes out in one write at its end.
+        loop.afterIteration { [self] in flush() }
+      } else {
+        loop.execute { [self] in flush() }
+      }
+    }
     return result
   }
 

@@ -1,3 +1,4 @@
+import CNearbySystem
 import Nearby
 import NearbyBench
 import NearbyChat
@@ -135,7 +136,13 @@ func runChat(_ command: ParsedCommand) async -> Int32 {
   } catch {
     usageError("invalid --info: \(error)")
   }
-  let session = NearbySession(configuration: configuration)
+  let session: NearbySession
+  do {
+    session = try NearbySession(configuration: configuration)
+  } catch {
+    OutputWriter.standardError.line("Error: \(error)")
+    return 1
+  }
   let json = command.flag("json")
   if let (script, file) = script {
     let code = await ScriptedChat.run(script: script, file: file, session: session, json: json, connect: endpoints, signals: signals?.signals)
@@ -232,7 +239,13 @@ func runRelay(_ command: ParsedCommand) async -> Int32 {
   configuration.listenPort = port
   // A relay serves many peers: allow more handshakes at once than a chat does.
   configuration.maximumPendingConnections = 256
-  let session = NearbySession(configuration: configuration)
+  let session: NearbySession
+  do {
+    session = try NearbySession(configuration: configuration)
+  } catch {
+    OutputWriter.standardError.line("Error: \(error)")
+    return 1
+  }
   let relay = RelayService(session: session, level: level, statsInterval: statsInterval, allowFile: allowFile, connect: endpoints)
   let code = await relay.run(signals: signals?.signals)
   withExtendedLifetime(identity) {}
@@ -240,7 +253,14 @@ func runRelay(_ command: ParsedCommand) async -> Int32 {
 }
 
 func runBench(_ command: ParsedCommand) async -> Int32 {
+  // Ctrl-C or SIGTERM stop a benchmark at once (its peer process dies with it).
+  if let signals = signals?.signals {
+    Task.detached {
+      for await signal in signals where signal == SIGINT || signal == SIGTERM { exit(128 + signal) }
+    }
+  }
   if let peers = currentEnvironment()["NEARBY_BENCH_PEERS"] {
+    _ = nearby_die_with_parent()
     return await BenchRunner.runPeerProcess(peers)
   }
   let runner = BenchRunner(quick: command.flag("quick"), only: Set(command.values("only"))) { OutputWriter.standardError.line($0) }

@@ -160,8 +160,11 @@ struct RelayCLITests {
       configuration.listenHost = "127.0.0.1"
       peers.append(try await Session.start(configuration))
     }
+    print("relay-200: \(peers.count) sessions started")
     for peer in peers { await peer.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: port)]) }
+    print("relay-200: invited")
     for peer in peers { _ = try await peer.events.next(within: .seconds(60), "connected") { if case .connected = $0 { true } else { nil } } }
+    print("relay-200: connected")
     // Everyone learns the others through the roster.
     let sender = peers[0]
     var reachable = 0
@@ -197,7 +200,7 @@ struct Session: Sendable {
   let task: Task<Void, any Error>
 
   static func start(_ configuration: SessionConfiguration) async throws -> Session {
-    let session = NearbySession(configuration: configuration)
+    let session = try NearbySession(configuration: configuration)
     let events = Recorder(session.events)
     let task = Task { try await session.run() }
     _ = await session.waitUntilListening()

@@ -7,6 +7,8 @@ import Synchronization
   import Glibc
 #endif
 
+private let debugFlag = ProcessInfo.processInfo.environment["NEARBY_TEST_DEBUG"] != nil
+
 /// Facts about the private LAN the test run is in (see `scripts/lan`).
 public enum LAN {
   /// Real Avahi is reachable: the tests run inside `scripts/lan loopback`.
@@ -26,6 +28,8 @@ public final class Recorder<Element: Sendable>: Sendable {
     let elements = Mutex<[Element]>([])
   }
   private let storage = Storage()
+  /// NEARBY_TEST_DEBUG=1 prints every recorded element (read once: the environment is slow to query).
+  private static var debug: Bool { debugFlag }
   private let task: Task<Void, Never>
 
   public init(_ stream: AsyncStream<Element>) {

@@ -22,7 +22,7 @@ struct RunningSession: Sendable {
     if let service { configuration.serviceType = service }
     configuration.listenHost = discovery ? nil : "127.0.0.1"
     configure(&configuration)
-    let session = NearbySession(configuration: configuration)
+    let session = try NearbySession(configuration: configuration)
     let events = Recorder(session.events)
     let task = Task { try await session.run() }
     guard let port = await session.waitUntilListening() else {

@@ -50,6 +50,9 @@ int nearby_accept(int fd, void *address, uint32_t *length);
 /// Names the calling thread (at most 15 bytes are kept).
 int nearby_set_thread_name(const char *name);
 
+/// Asks the kernel to SIGKILL this process when its parent exits.
+int nearby_die_with_parent(void);
+
 /// The number of open file descriptors of this process (counts /proc/self/fd).
 int nearby_open_fd_count(void);
 
