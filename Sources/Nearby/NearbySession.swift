@@ -25,11 +25,6 @@ public actor NearbySession {
   /// The session's I/O thread, which is also the actor's executor.
   public nonisolated let loop: EventLoop
 
-  /// The I/O thread as a task executor: code that handles events in
-  /// `withTaskExecutorPreference(session.taskExecutor) { ... }` runs on the session's own
-  /// thread, with no thread switch per event (for the lowest latency; it must not block).
-  public nonisolated var taskExecutor: any TaskExecutor { loop }
-
   public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
   private var machine: SessionStateMachine
@@ -334,8 +329,8 @@ public actor NearbySession {
     while index < entries.count {
       let entry = entries[index]
       if entry.waiting,
-        let full = machine.connections(for: entry.recipients).first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }
-        )
+        let full = machine.connections(for: entry.recipients).first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }),
+        connections[full]?.notifyWhenWritable() == true
       {
         // Put the rest back in front of what arrived meanwhile; go on when `full` drains.
         waitingForSpace.insert(full)
@@ -344,12 +339,10 @@ public actor NearbySession {
       _ = machine.sendMessage(entry.body, to: entry.recipients, id: entry.id, timestamp: entry.timestamp, now: time, into: &actions)
       sentBytes += entry.body.count
       index += 1
-      if actions.count > 256 {
-        perform(actions)
-        actions.removeAll(keepingCapacity: true)
-      }
+      // Queued at once, so the next entry's check sees the connection's real fill level.
+      perform(actions)
+      actions.removeAll(keepingCapacity: true)
     }
-    perform(actions)
     let remaining = Array(entries[index...])
     entries = []
     let waiters = outbox.withLock { box -> [CheckedContinuation<Void, Never>] in

@@ -292,12 +292,14 @@ public struct BenchRunner: Sendable {
     guard let executable = BenchRunner.executablePath() else { throw BenchError("cannot find the nearby executable for the peer process") }
     let child = try ChildProcess(
       executable, ["bench"], environment: ["NEARBY_BENCH_PEERS": "\(count):\(hub.port)", "PATH": "/usr/bin:/bin"], standardInput: .null,
-      standardOutput: .null, standardError: .inherit)
+      standardOutput: .descriptor(2), standardError: .inherit)
     // Wait until all are connected.
     var connected = 0
-    for _ in 0..<600 {
+    let started = ContinuousClock.now
+    for attempt in 0..<2400 {
       connected = await hub.session.connectedPeers.count
       if connected >= count { break }
+      if attempt % 100 == 99 { progress("memory: \(connected) of \(count) connected after \(ContinuousClock.now - started)") }
       try await Task.sleep(for: .milliseconds(50))
     }
     guard connected >= count else {
@@ -325,12 +327,28 @@ public struct BenchRunner: Sendable {
     let parts = specification.split(separator: ":")
     guard parts.count == 2, let count = Int(parts[0]), let port = UInt16(parts[1]) else { return 64 }
     var sessions: [LocalSession] = []
+    // A few at a time, so the hub never has many handshakes at once (it refuses beyond 64).
+    let verbose = getenv("NEARBY_BENCH_VERBOSE") != nil
     for index in 0..<count {
+      let t0 = ContinuousClock.now
       guard let session = try? await LocalSession.start("peer\(index)") else { return 1 }
+      let t1 = ContinuousClock.now
       sessions.append(session)
+      await session.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: port)])
+      defer { if verbose { print("peer \(index): start \(t1 - t0), connect \(ContinuousClock.now - t1)") } }
+      for await event in session.session.events {
+        if case .connected = event { break }
+        if case .error(let error) = event {
+          print("bench peer \(index): \(error)")
+          return 1
+        }
+        if case .disconnected(_, let reason) = event {
+          print("bench peer \(index): disconnected: \(reason)")
+          return 1
+        }
+      }
       let drain = Task { for await _ in session.session.events {} }
       _ = drain
-      await session.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: port)])
     }
     while true { try? await Task.sleep(for: .seconds(3600)) }
   }

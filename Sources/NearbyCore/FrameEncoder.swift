@@ -82,7 +82,8 @@ public enum FrameEncoder {
   /// Appends a MESSAGE frame without going through ``Frame`` (the hot path of sending).
   public static func encodeMessage(_ message: Frame.Message, into buffer: inout [UInt8]) {
     let length = encodedSize(ofMessageWithRecipients: message.recipients.count, bodyLength: message.body.count) - 4
-    buffer.reserveCapacity(buffer.count + length + 4)
+    // No reserveCapacity here: on an Array it grows to exactly the amount asked, so calling
+    // it for every frame appended to a long buffer would copy the buffer each time.
     buffer.appendBigEndian(UInt32(length))
     buffer.append(FrameType.message.rawValue)
     appendMessageFields(message, into: &buffer)

@@ -282,29 +282,25 @@ public final class EventLoop: @unchecked Sendable {
 
 // MARK: An executor for actors and tasks
 
-extension EventLoop: SerialExecutor, TaskExecutor {
-  /// Runs a job of an actor (or a task preferring this executor) on the loop thread. Once the
+extension EventLoop: SerialExecutor {
+  /// Runs a job of an actor on the loop thread. Once the
   /// loop has stopped, jobs run on a serial queue instead, after the loop thread has ended,
   /// so an actor on this executor still finishes what it was doing.
   public func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
     let accepted = submit { [self] in
-      job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+      job.runSynchronously(on: asUnownedSerialExecutor())
     }
     if !accepted {
       afterStop.async { [self] in
         waitUntilFinished()
-        job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+        job.runSynchronously(on: asUnownedSerialExecutor())
       }
     }
   }
 
   public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
     UnownedSerialExecutor(ordinary: self)
-  }
-
-  public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-    UnownedTaskExecutor(ordinary: self)
   }
 
   public func checkIsolated() {

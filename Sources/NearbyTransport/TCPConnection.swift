@@ -143,6 +143,17 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// Bytes waiting to be written.
   public var queuedBytes: Int { outbound.withLock { $0.queuedBytes } }
 
+  /// Asks for a ``TransportEvent/writable(_:)`` once the queue has drained below half its
+  /// limit. - Returns: `false` if it already has (nothing will be reported then).
+  public func notifyWhenWritable() -> Bool {
+    outbound.withLock { state in
+      if state.closed || state.closing { return false }
+      if state.queuedBytes < maximumQueuedBytes / 2 { return false }
+      state.wasFull = true
+      return true
+    }
+  }
+
   /// Closes the connection: `.now` drops what is queued; `.shutdownAndLinger` writes what is
   /// queued, shuts down the write side and discards what still arrives until the peer closes.
   public func close(_ mode: CloseAction) {
