@@ -64,6 +64,18 @@ int nearby_signalfd_read(int fd);
 /// Unblocks every signal in the calling thread.
 void nearby_unblock_all_signals(void);
 
+/// Saves the settings of the terminal on `input` and puts it in raw mode: no echo, no line
+/// editing, no signals from Ctrl-C/Ctrl-Z (they arrive as bytes); output processing stays.
+/// From then on the settings are restored (and `output` gets SGR reset, autowrap on,
+/// cursor visible) at exit and on fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP,
+/// SIGABRT), before the previous handlers run. Returns 0 or -1 with errno.
+int nearby_terminal_enter_raw(int input, int output);
+/// Restores the saved terminal settings now (idempotent; async-signal-safe).
+void nearby_terminal_restore(void);
+/// Restores the terminal, stops the process group (SIGTSTP) and, once continued, enters
+/// raw mode again. Returns 0 or -1 with errno.
+int nearby_terminal_suspend(void);
+
 #ifdef __cplusplus
 }
 #endif
