@@ -57,9 +57,13 @@ int nearby_open_fd_count(void);
 long long nearby_resident_bytes(void);
 
 /// Blocks `signals` (a zero-terminated list) in the calling thread (and so in threads it
-/// creates later) and returns a signalfd that reads them, or -1 with errno.
+/// creates later) and returns a signalfd that reads them, or -1 with errno. A thread that
+/// does not block them (libdispatch's main thread under Swift's async main) may still get
+/// them: a handler then forwards them to `nearby_signalfd_read` through a pipe. Signals
+/// ignored when this is called stay ignored.
 int nearby_signalfd(const int *signals);
-/// Reads one signal from a signalfd (blocking). Returns its number, or -1 with errno.
+/// Reads one signal from a signalfd, or one forwarded by the handler (blocking). Returns
+/// its number, or -1 with errno.
 int nearby_signalfd_read(int fd);
 /// Unblocks every signal in the calling thread.
 void nearby_unblock_all_signals(void);
