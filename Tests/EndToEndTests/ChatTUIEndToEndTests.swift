@@ -8,8 +8,10 @@ import Testing
 #endif
 
 /// The terminal chat for real: alice runs `nearby chat` in tmux, bob runs line mode, both
-/// on the private LAN of `scripts/lan loopback` with real Avahi.
-@Suite(.enabled(if: LAN.avahiAvailable && Tmux.isAvailable && NearbyBinary.isBuilt, "needs scripts/lan loopback, tmux and a built nearby"))
+/// on the private LAN of `scripts/lan loopback` with real Avahi. One test at a time: their
+/// processes at once load the machine for the timing-sensitive transport tests.
+@Suite(
+  .serialized, .enabled(if: LAN.avahiAvailable && Tmux.isAvailable && NearbyBinary.isBuilt, "needs scripts/lan loopback, tmux and a built nearby"))
 struct ChatTUIEndToEndTests {
   /// The shell command that starts alice's chat in the tmux shell and leaves its pid in a file
   /// (`exec`: the pid is the chat's).
