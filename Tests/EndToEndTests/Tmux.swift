@@ -87,9 +87,12 @@ final class Tmux: Sendable {
     try await command("resize-window", "-t", target, "-x", String(columns), "-y", String(rows))
   }
 
-  /// Stops this server (and whatever still runs in it).
+  /// Stops this server (and whatever still runs in it) and removes its socket file, which
+  /// tmux leaves behind.
   func kill() async {
+    let path = try? await command("display-message", "-p", "#{socket_path}").trimmingCharacters(in: .whitespacesAndNewlines)
     _ = try? await command("kill-server")
+    if let path, path.hasSuffix("/" + socket) { unlink(path) }
   }
 }
 
