@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -110,22 +111,63 @@ long long nearby_resident_bytes(void) {
 
 int nearby_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
 
+// Under Swift's async main, libdispatch parks the main thread in sigsuspend with an empty
+// mask (dispatch_main), so the kernel delivers process signals there instead of leaving them
+// pending for the signalfd: SIGWINCH was dropped and SIGTERM killed the process outright. A
+// handler forwards what arrives that way through a pipe that the signalfd reader also reads.
+static int forwarded_signals[2] = {-1, -1};
+
+static void forward_signal(int signal) {
+  int saved_errno = errno;
+  unsigned char byte = (unsigned char)signal;
+  ssize_t ignored = write(forwarded_signals[1], &byte, 1);
+  (void)ignored;
+  errno = saved_errno;
+}
+
 int nearby_signalfd(const int *signals) {
   sigset_t set;
   sigemptyset(&set);
   for (const int *s = signals; *s; s++) sigaddset(&set, *s);
   if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
-  return signalfd(-1, &set, SFD_CLOEXEC);
+  if (forwarded_signals[0] < 0 && pipe2(forwarded_signals, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+  for (const int *s = signals; *s; s++) {
+    struct sigaction current;
+    // A signal ignored by whoever started us (nohup) stays ignored.
+    if (sigaction(*s, NULL, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    struct sigaction action = {0};
+    action.sa_handler = forward_signal;
+    action.sa_flags = SA_RESTART;
+    sigfillset(&action.sa_mask);
+    sigaction(*s, &action, NULL);
+  }
+  return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 int nearby_signalfd_read(int fd) {
-  struct signalfd_siginfo info;
-  ssize_t got;
-  do {
-    got = read(fd, &info, sizeof info);
-  } while (got < 0 && errno == EINTR);
-  if (got != (ssize_t)sizeof info) return -1;
-  return (int)info.ssi_signo;
+  for (;;) {
+    struct pollfd fds[2] = {{.fd = fd, .events = POLLIN}, {.fd = forwarded_signals[0], .events = POLLIN}};
+    int ready = poll(fds, forwarded_signals[0] < 0 ? 1 : 2, -1);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (fds[0].revents & (POLLERR | POLLNVAL)) return -1;
+    if (fds[0].revents & POLLIN) {
+      struct signalfd_siginfo info;
+      ssize_t got = read(fd, &info, sizeof info);
+      if (got == (ssize_t)sizeof info) return (int)info.ssi_signo;
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      return -1;
+    }
+    if (fds[1].revents & POLLIN) {
+      unsigned char byte;
+      ssize_t got = read(forwarded_signals[0], &byte, 1);
+      if (got == 1) return byte;
+      if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      return -1;
+    }
+  }
 }
 
 static int nearby_signal_pipe_writer = -1;

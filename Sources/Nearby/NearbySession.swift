@@ -329,7 +329,8 @@ public actor NearbySession {
     while index < entries.count {
       let entry = entries[index]
       if entry.waiting,
-        let full = machine.connections(for: entry.recipients).first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }),
+        let full = machine.connections(for: entry.recipients).first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }
+        ),
         connections[full]?.notifyWhenWritable() == true
       {
         // Put the rest back in front of what arrived meanwhile; go on when `full` drains.

@@ -70,6 +70,18 @@ public actor LineChat {
   /// Runs the chat until /quit, end of input (after pending messages settle) or a signal.
   /// - Returns: the process exit code.
   public func run(input: AsyncStream<String>, signals: AsyncStream<Int32>?) async -> Int32 {
+    do {
+      try await runSession(input: input, signals: signals)
+      return 0
+    } catch {
+      OutputWriter.standardError.line("nearby chat: \(error)")
+      return 1
+    }
+  }
+
+  /// Like ``run(input:signals:)``, but throws the session's failure instead of printing it
+  /// (the terminal chat prints it once the terminal is back to normal).
+  public func runSession(input: AsyncStream<String>, signals: AsyncStream<Int32>?) async throws {
     let session = self.session
     var failure: (any Error)?
     await withTaskGroup(of: Void.self) { group in
@@ -96,11 +108,7 @@ public actor LineChat {
       }
       group.cancelAll()
     }
-    if let failure {
-      OutputWriter.standardError.line("nearby chat: \(failure)")
-      return 1
-    }
-    return 0
+    if let failure { throw failure }
   }
 
   // MARK: Events

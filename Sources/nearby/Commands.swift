@@ -149,6 +149,15 @@ func runChat(_ command: ParsedCommand) async -> Int32 {
     withExtendedLifetime(identity) {}
     return code
   }
+  if !json && !command.flag("plain") && isInteractiveTerminal() {
+    let color = !command.flag("no-color") && (currentEnvironment()["NO_COLOR"] ?? "").isEmpty
+    if let code = await TerminalChat.run(
+      session: session, connect: endpoints, color: color, stateDirectory: stateDirectory, signals: signals?.signals)
+    {
+      withExtendedLifetime(identity) {}
+      return code
+    }
+  }
   let input = LineReader.lines()
   let chat = LineChat(session: session, output: PlainOutput(json: json), connect: endpoints)
   let code = await chat.run(input: input, signals: signals?.signals)
@@ -173,6 +182,13 @@ func loadScript(_ path: String) async -> (ChatScript, file: String) {
   } catch {
     usageError("invalid --script: \(error)")
   }
+}
+
+/// The terminal chat needs a terminal on both stdin and stdout that can move its cursor.
+func isInteractiveTerminal() -> Bool {
+  guard isatty(0) == 1, isatty(1) == 1 else { return false }
+  let term = currentEnvironment()["TERM"] ?? ""
+  return !term.isEmpty && term != "dumb"
 }
 
 func runBrowse(_ command: ParsedCommand) async -> Int32 {

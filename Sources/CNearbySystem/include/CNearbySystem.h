@@ -60,9 +60,13 @@ int nearby_open_fd_count(void);
 long long nearby_resident_bytes(void);
 
 /// Blocks `signals` (a zero-terminated list) in the calling thread (and so in threads it
-/// creates later) and returns a signalfd that reads them, or -1 with errno.
+/// creates later) and returns a signalfd that reads them, or -1 with errno. A thread that
+/// does not block them (libdispatch's main thread under Swift's async main) may still get
+/// them: a handler then forwards them to `nearby_signalfd_read` through a pipe. Signals
+/// ignored when this is called stay ignored.
 int nearby_signalfd(const int *signals);
-/// Reads one signal from a signalfd (blocking). Returns its number, or -1 with errno.
+/// Reads one signal from a signalfd, or one forwarded by the handler (blocking). Returns
+/// its number, or -1 with errno.
 int nearby_signalfd_read(int fd);
 /// Catches `signals` (a zero-terminated list; those ignored now, like SIGINT in a background
 /// job, stay ignored) with a handler that writes each signal's number to a pipe, and returns
@@ -74,6 +78,18 @@ int nearby_signal_pipe(const int *signals);
 int nearby_signal_pipe_read(int fd);
 /// Unblocks every signal in the calling thread.
 void nearby_unblock_all_signals(void);
+
+/// Saves the settings of the terminal on `input` and puts it in raw mode: no echo, no line
+/// editing, no signals from Ctrl-C/Ctrl-Z (they arrive as bytes); output processing stays.
+/// From then on the settings are restored (and `output` gets SGR reset, autowrap on,
+/// cursor visible) at exit and on fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP,
+/// SIGABRT), before the previous handlers run. Returns 0 or -1 with errno.
+int nearby_terminal_enter_raw(int input, int output);
+/// Restores the saved terminal settings now (idempotent; async-signal-safe).
+void nearby_terminal_restore(void);
+/// Restores the terminal, stops the process group (SIGTSTP) and, once continued, enters
+/// raw mode again. Returns 0 or -1 with errno.
+int nearby_terminal_suspend(void);
 
 #ifdef __cplusplus
 }

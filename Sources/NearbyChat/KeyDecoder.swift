@@ -1,0 +1,163 @@
+/// Turns the bytes a terminal sends in raw mode into ``Key``s.
+///
+/// Bytes may arrive split anywhere (in the middle of a UTF-8 character or an escape
+/// sequence): what is incomplete waits for the next call. A lone ESC cannot be told apart
+/// from the start of a sequence, so the reader calls ``flush()`` when nothing follows it
+/// for a moment. Unknown sequences and control characters are dropped, never inserted.
+public struct KeyDecoder: Sendable {
+  private var pending: [UInt8] = []
+  private var lastWasCarriageReturn = false
+
+  /// The longest escape sequence kept waiting for its end; longer ones are garbage.
+  static let maximumSequenceLength = 32
+
+  public init() {}
+
+  /// Whether an incomplete escape sequence waits for more bytes (the reader then calls
+  /// ``flush()`` after a short timeout).
+  public var isWaiting: Bool { !pending.isEmpty }
+
+  /// Decodes `bytes` (after whatever an earlier call left incomplete).
+  public mutating func decode(_ bytes: some Sequence<UInt8>) -> [Key] {
+    pending.append(contentsOf: bytes)
+    var keys: [Key] = []
+    var index = 0
+    while index < pending.count {
+      let byte = pending[index]
+      if byte == 0x0A, lastWasCarriageReturn {  // CR LF is one Enter
+        lastWasCarriageReturn = false
+        index += 1
+        continue
+      }
+      lastWasCarriageReturn = byte == 0x0D
+      if byte == 0x1B {
+        guard let (key, length) = escapeSequence(at: index) else { break }
+        if let key { keys.append(key) }
+        index += length
+      } else if byte < 0x20 || byte == 0x7F {
+        if let key = Self.control(byte) { keys.append(key) }
+        index += 1
+      } else {
+        let (text, end) = textRun(from: index)
+        if end == index { break }  // an incomplete UTF-8 character at the end
+        if !text.isEmpty { Self.appendText(text, to: &keys) }
+        index = end
+      }
+    }
+    pending.removeFirst(index)
+    return keys
+  }
+
+  /// Nothing followed an ESC (or a partial character) in time: drops the incomplete input.
+  public mutating func flush() -> [Key] {
+    pending.removeAll()
+    return []
+  }
+
+  static func appendText(_ text: String, to keys: inout [Key]) {
+    if case .text(let previous)? = keys.last {
+      keys[keys.count - 1] = .text(previous + text)
+    } else {
+      keys.append(.text(text))
+    }
+  }
+
+  static func control(_ byte: UInt8) -> Key? {
+    switch byte {
+    case 0x01: .home
+    case 0x02: .left
+    case 0x03: .interrupt
+    case 0x04: .endOfInput
+    case 0x05: .end
+    case 0x06: .right
+    case 0x08, 0x7F: .backspace
+    case 0x09: .tab
+    case 0x0A, 0x0D: .enter
+    case 0x0B: .killToEnd
+    case 0x0C: .redraw
+    case 0x0E: .down
+    case 0x10: .up
+    case 0x15: .killToStart
+    case 0x17: .killWordBackward
+    case 0x19: .yank
+    case 0x1A: .suspend
+    default: nil
+    }
+  }
+
+  /// Printable UTF-8 from `start` up to the next control byte. - Returns: the text (C1
+  /// controls and invalid bytes removed or replaced) and where it ends; `end == start` when
+  /// only an incomplete character is there.
+  private func textRun(from start: Int) -> (String, Int) {
+    var end = start
+    while end < pending.count, pending[end] >= 0x20, pending[end] != 0x7F { end += 1 }
+    if end == pending.count { end = completeEnd(start, end) }
+    if end == start { return ("", start) }
+    var text = ""
+    for scalar in String(decoding: pending[start..<end], as: UTF8.self).unicodeScalars where !(0x80...0x9F).contains(scalar.value) {
+      text.unicodeScalars.append(scalar)
+    }
+    return (text, end)
+  }
+
+  /// Moves `end` back before a UTF-8 character that the bytes so far do not complete.
+  private func completeEnd(_ start: Int, _ end: Int) -> Int {
+    var lead = end - 1
+    while lead >= start, lead > end - 4, pending[lead] & 0xC0 == 0x80 { lead -= 1 }
+    guard lead >= start else { return end }
+    let byte = pending[lead]
+    let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+    return byte < 0xF8 && end - lead < length ? lead : end
+  }
+
+  /// The key of the escape sequence at `start` and its length, nil when it is incomplete.
+  private func escapeSequence(at start: Int) -> (Key?, Int)? {
+    let available = pending.count - start
+    guard available >= 2 else { return nil }
+    let second = pending[start + 1]
+    switch second {
+    case UInt8(ascii: "["):
+      var end = start + 2
+      while end < pending.count, !(0x40...0x7E).contains(pending[end]) {
+        guard (0x20...0x3F).contains(pending[end]) else { return (nil, end - start) }  // malformed: drop it
+        end += 1
+      }
+      if end == pending.count { return available >= Self.maximumSequenceLength ? (nil, available) : nil }
+      let parameters = String(decoding: pending[(start + 2)..<end], as: UTF8.self)
+      return (Self.csiKey(parameters, final: pending[end]), end - start + 1)
+    case UInt8(ascii: "O"):
+      guard available >= 3 else { return nil }
+      return (Self.csiKey("", final: pending[start + 2]), 3)
+    case UInt8(ascii: "b"), UInt8(ascii: "B"): return (.wordLeft, 2)
+    case UInt8(ascii: "f"), UInt8(ascii: "F"): return (.wordRight, 2)
+    case UInt8(ascii: "d"), UInt8(ascii: "D"): return (.killWordForward, 2)
+    case 0x7F, 0x08: return (.killWordBackward, 2)
+    case 0x1B: return (nil, 1)  // Escape pressed, then something else
+    case 0x20..<0x7F: return (nil, 2)  // Alt with a key the chat does not use
+    default: return (nil, 1)  // a lone Escape followed by a control or non-ASCII byte
+    }
+  }
+
+  /// CSI (`ESC [ params final`) and SS3 (`ESC O final`) keys. A modifier parameter
+  /// (`1;5D`: Ctrl-Left, `1;3C`: Alt-Right) turns arrows into word moves.
+  static func csiKey(_ parameters: String, final: UInt8) -> Key? {
+    let numbers = parameters.split(separator: ";", omittingEmptySubsequences: false).map { Int($0) ?? 0 }
+    let modified = numbers.count >= 2 && numbers[1] > 1
+    switch final {
+    case UInt8(ascii: "A"): return .up
+    case UInt8(ascii: "B"): return .down
+    case UInt8(ascii: "C"): return modified ? .wordRight : .right
+    case UInt8(ascii: "D"): return modified ? .wordLeft : .left
+    case UInt8(ascii: "H"): return .home
+    case UInt8(ascii: "F"): return .end
+    case UInt8(ascii: "~"):
+      switch numbers.first ?? 0 {
+      case 1, 7: return .home
+      case 4, 8: return .end
+      case 3: return modified ? .killWordForward : .delete
+      default: return nil
+      }
+    default: return nil
+    }
+  }
+}
