@@ -75,7 +75,7 @@ struct DiscoveryCLITests {
     let failure = try await alice.expect("error") { ($0["message"] as? String)?.contains("avahi-daemon is not running") == true }
     #expect((failure["message"] as? String)?.contains("start it with") == true)
     try await lan.avahi("a", "start")
-    try await alice.expect("advertised", within: .seconds(20))
+    try await alice.expect("advertised", within: .seconds(40))
     let browse = try PeerProcess("browse-b", ["browse", "--json", "--service", service, "--timeout", "20"], in: lan, host: "b")
     try await browse.expect("found") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
     await browse.stop()
