@@ -36,6 +36,11 @@ public actor NearbySession {
   private var connectors: [ConnectionID: TCPConnector] = [:]
   private var shutdownRequested = false
   private nonisolated let outbox = Mutex(Outbox())
+  /// Boxed: a bare closure in a `Mutex` is re-wrapped in a reabstraction thunk at every
+  /// `inout` access, and the chain grows until the stack overflows.
+  private nonisolated let eventHandler = Mutex<EventHandlerBox?>(nil)
+  /// Direct sessions, for ``send(_:to:)`` to write without waiting for the I/O thread.
+  private nonisolated let fastRoutes = Mutex(FastRoutes())
   private nonisolated let messageIDs = Atomic<UInt64>(UInt64.random(in: 1...(1 << 31)))
   private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
   private var readyWaiters: [CheckedContinuation<UInt16?, Never>] = []
@@ -176,6 +181,7 @@ public actor NearbySession {
 
   private func performShutdown() async {
     shutdownRequested = true
+    fastRoutes.withLock { $0 = FastRoutes() }
     // Messages queued before the shutdown go out before the GOODBYEs.
     drainOutbox()
     advertiser?.finish()
@@ -291,6 +297,7 @@ public actor NearbySession {
 
   private nonisolated func enqueue(_ body: [UInt8], to recipients: Recipients, waiting: Bool) -> UInt64 {
     let id = messageIDs.add(1, ordering: .relaxed).oldValue
+    if sendDirectly(id, body, to: recipients, waiting: waiting) { return id }
     let entry = OutboxEntry(id: id, body: body, recipients: recipients, timestamp: Self.unixMilliseconds(), waiting: waiting)
     let (accepted, schedule) = outbox.withLock { box -> (Bool, Bool) in
       if box.closed { return (false, false) }
@@ -304,7 +311,7 @@ public actor NearbySession {
       let reason: UndeliveredReason = outbox.withLock { $0.closed } ? .shuttingDown : .queueFull
       let peerID: PeerID
       if case .peers(let ids) = recipients, let first = ids.first { peerID = first } else { peerID = configuration.peer.id }
-      eventContinuation.yield(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: reason)))
+      publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: reason)))
       return id
     }
     if schedule {
@@ -313,11 +320,76 @@ public actor NearbySession {
     return id
   }
 
+  /// The fast path of ``send(_:to:)``: when nothing is queued before it and every recipient
+  /// is a direct session (no relay involved), the message is encoded and written from the
+  /// calling thread (an idle connection is written to at once), and the state machine only
+  /// records it later, before it handles anything from those connections.
+  /// - Returns: `false` when the message must take the queued path.
+  private nonisolated func sendDirectly(_ id: UInt64, _ body: [UInt8], to recipients: Recipients, waiting: Bool) -> Bool {
+    guard body.count <= ProtocolLimits.maximumBodyLength else { return false }
+    return outbox.withLock { box -> Bool in
+      // Not while earlier messages are on their way from the queue to the connections.
+      guard box.entries.isEmpty, !box.draining, !box.closed else { return false }
+      let targets: [(PeerID, TCPConnection)]
+      let addressed: [PeerID]
+      switch recipients {
+      case .all:
+        targets = fastRoutes.withLock { $0.usable ? $0.everyone : [] }
+        addressed = []
+      case .peers(let ids):
+        guard ids.count == 1 else { return false }
+        let route = fastRoutes.withLock { $0.usable ? $0.direct[ids[0]] : nil }
+        targets = route.map { [(ids[0], $0)] } ?? []
+        addressed = ids
+      }
+      guard !targets.isEmpty else { return false }
+      if waiting, targets.contains(where: { $0.1.queuedBytes >= configuration.maximumQueuedBytes }) { return false }
+      let message = Frame.Message(id: id, sender: configuration.peer.id, timestamp: Self.unixMilliseconds(), recipients: addressed, body: body)
+      var sent: [ConnectionID] = []
+      for (peerID, connection) in targets {
+        switch connection.send(message: message) {
+        case .queued: sent.append(connection.id)
+        case .full:
+          publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .queueFull)))
+        case .closed:
+          publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .connectionClosed(.closedWhileClosing))))
+        }
+      }
+      box.sentDirectly.append(SentDirectly(id: id, connections: sent))
+      return true
+    }
+  }
+
+  /// Records the messages ``sendDirectly`` wrote (before anything from the wire is handled).
+  private func recordSentDirectly() {
+    let records = outbox.withLock { box -> [SentDirectly] in
+      defer { box.sentDirectly.removeAll(keepingCapacity: true) }
+      return box.sentDirectly
+    }
+    guard !records.isEmpty else { return }
+    let time = now
+    for record in records { machine.recordSent(record.id, on: record.connections, now: time) }
+  }
+
+  /// Publishes the direct sessions for ``sendDirectly`` (after sessions come and go).
+  private func updateFastRoutes() {
+    var routes = FastRoutes()
+    routes.usable = !machine.hasRelayRoutes
+    for peer in machine.connectedPeers {
+      guard let id = machine.sessionConnection(peer.id), let connection = connections[id] else { continue }
+      routes.direct[peer.id] = connection
+      routes.everyone.append((peer.id, connection))
+    }
+    fastRoutes.withLock { $0 = routes }
+  }
+
   /// Hands queued messages to the state machine, in order. A waiting message whose
   /// connection is full stays queued (with the ones after it) until the connection drains.
   private func drainOutbox() {
+    recordSentDirectly()
     var entries = outbox.withLock { box -> [OutboxEntry] in
       box.drainScheduled = false
+      box.draining = !box.entries.isEmpty
       defer { box.entries.removeAll(keepingCapacity: true) }
       return box.entries
     }
@@ -347,6 +419,7 @@ public actor NearbySession {
     let remaining = Array(entries[index...])
     entries = []
     let waiters = outbox.withLock { box -> [CheckedContinuation<Void, Never>] in
+      box.draining = false
       box.bytes -= sentBytes
       if !remaining.isEmpty { box.entries.insert(contentsOf: remaining, at: 0) }
       guard box.bytes < configuration.maximumQueuedBytes / 2 || box.bytes == 0 else { return [] }
@@ -434,6 +507,7 @@ public actor NearbySession {
       connectors[id] = nil
       machine.connectFailed(id, detail: detail, now: now, into: &actions)
     case .frames(let id, let frames):
+      recordSentDirectly()
       machine.received(frames, on: id, now: now, into: &actions)
       connections[id]?.batchConsumed()
     case .decodingFailed(let id, let error):
@@ -441,6 +515,7 @@ public actor NearbySession {
       emit(.status(.connectionRejected(peer: peer, reason: "\(error)")))
       machine.receiveFailed(error, on: id, now: now, into: &actions)
     case .closed(let id, let detail):
+      recordSentDirectly()
       connections[id] = nil
       machine.connectionClosed(id, detail: detail, now: now, into: &actions)
     case .writable(let id):
@@ -470,6 +545,7 @@ public actor NearbySession {
 
   /// Runs the timers. - Returns: how long to sleep before the next tick.
   private func tick() -> Duration {
+    recordSentDirectly()
     var actions: [SessionAction] = []
     let current = now
     machine.tick(now: current, into: &actions)
@@ -538,7 +614,28 @@ public actor NearbySession {
   }
 
   private func emit(_ event: SessionEvent) {
-    eventContinuation.yield(event)
+    switch event {
+    case .connected, .disconnected, .reachable, .unreachable: updateFastRoutes()
+    default: break
+    }
+    publish(event)
+  }
+
+  /// Hands an event to the handler, or to ``events``.
+  private nonisolated func publish(_ event: SessionEvent) {
+    if let handler = eventHandler.withLock({ $0 }) {
+      handler.call(event)
+    } else {
+      eventContinuation.yield(event)
+    }
+  }
+
+  /// Delivers events to `handler`, called on the session's I/O thread as they happen,
+  /// instead of to ``events``. For the lowest latency (no thread switch per event); the
+  /// handler must be quick and must not block. `nil` goes back to ``events``.
+  public nonisolated func setEventHandler(_ handler: (@Sendable (SessionEvent) -> Void)?) {
+    let box = handler.map(EventHandlerBox.init)
+    eventHandler.withLock { $0 = box }
   }
 }
 
@@ -547,8 +644,30 @@ struct Outbox: Sendable {
   var entries: [OutboxEntry] = []
   var bytes = 0
   var drainScheduled = false
+  /// Entries taken out by ``NearbySession/drainOutbox`` and not yet queued on connections.
+  var draining = false
   var closed = false
   var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+  var sentDirectly: [SentDirectly] = []
+}
+
+final class EventHandlerBox: Sendable {
+  let call: @Sendable (SessionEvent) -> Void
+  init(_ call: @escaping @Sendable (SessionEvent) -> Void) { self.call = call }
+}
+
+/// A message written by the fast path, for the state machine to record.
+struct SentDirectly: Sendable {
+  let id: UInt64
+  let connections: [ConnectionID]
+}
+
+/// Direct sessions, readable from any thread (see ``NearbySession/sendDirectly``).
+struct FastRoutes: Sendable {
+  var direct: [PeerID: TCPConnection] = [:]
+  var everyone: [(PeerID, TCPConnection)] = []
+  /// False while any peer is reached through a relay: then every message takes the queue.
+  var usable = false
 }
 
 struct OutboxEntry: Sendable {

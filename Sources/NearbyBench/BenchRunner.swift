@@ -62,12 +62,54 @@ public struct BenchRunner: Sendable {
 
   func latency() async throws -> [BenchmarkResult] {
     let rounds = quick ? 1000 : 10_000
-    progress("latency: \(rounds) round trips of a 64-byte message")
+    progress("latency: \(rounds) round trips of a 64-byte message (event handlers, then the events stream)")
+    let handlers = Percentiles(try await latencyWithHandlers(rounds: rounds))
+    let stream = Percentiles(try await latencyWithStreams(rounds: rounds))
+    let raw = Percentiles(RawTCP.pingPong(frame: frame(body: 64), rounds: rounds))
+    func row(_ figure: String, _ ours: Duration, _ theirs: Duration) -> BenchmarkResult {
+      BenchmarkResult(
+        name: "latency", figure: figure, unit: "µs", ours: ours.microseconds, baseline: theirs.microseconds, baselineName: "raw TCP ping-pong",
+        higherIsBetter: false)
+    }
+    return [
+      row("round trip 64 B, p50", handlers.p50, raw.p50), row("round trip 64 B, p99", handlers.p99, raw.p99),
+      row("round trip 64 B, max", handlers.max, raw.max),
+      row("round trip 64 B, p50, events stream", stream.p50, raw.p50), row("round trip 64 B, p99, events stream", stream.p99, raw.p99),
+    ]
+  }
+
+  /// Both peers handle events on their session's I/O thread (``NearbySession/setEventHandler(_:)``).
+  func latencyWithHandlers(rounds: Int) async throws -> [Duration] {
     let (a, b) = try await pair()
     let body = [UInt8](repeating: 0x62, count: 64)
     let aID = a.peer.id
     let bID = b.peer.id
-    // B answers every message it gets.
+    let bSession = b.session
+    bSession.setEventHandler { event in
+      if case .message = event { bSession.send(body, to: .peers([aID])) }
+    }
+    let recorder = RoundTrips(rounds: rounds + 100)
+    let aSession = a.session
+    let times: [Duration] = await withCheckedContinuation { continuation in
+      recorder.finished = continuation
+      aSession.setEventHandler { event in
+        guard case .message = event else { return }
+        if recorder.record() { aSession.send(body, to: .peers([bID])) }
+      }
+      recorder.start()
+      aSession.send(body, to: .peers([bID]))
+    }
+    await a.stop()
+    await b.stop()
+    return Array(times.dropFirst(100))
+  }
+
+  /// Both peers read ``NearbySession/events`` in ordinary tasks.
+  func latencyWithStreams(rounds: Int) async throws -> [Duration] {
+    let (a, b) = try await pair()
+    let body = [UInt8](repeating: 0x62, count: 64)
+    let aID = a.peer.id
+    let bID = b.peer.id
     let echo = Task {
       for await event in b.session.events {
         if case .message = event { b.session.send(body, to: .peers([aID])) }
@@ -85,50 +127,36 @@ public struct BenchRunner: Sendable {
       }
       times.append(clock.now - start)
     }
-    times.removeFirst(100)  // warm-up
     echo.cancel()
     await a.stop()
     await b.stop()
-    let raw = Percentiles(RawTCP.pingPong(frame: frame(body: 64), rounds: rounds))
-    let ours = Percentiles(times)
-    return [
-      BenchmarkResult(
-        name: "latency", figure: "round trip 64 B, p50", unit: "µs", ours: ours.p50.microseconds, baseline: raw.p50.microseconds,
-        baselineName: "raw TCP ping-pong", higherIsBetter: false),
-      BenchmarkResult(
-        name: "latency", figure: "round trip 64 B, p99", unit: "µs", ours: ours.p99.microseconds, baseline: raw.p99.microseconds,
-        baselineName: "raw TCP ping-pong", higherIsBetter: false),
-      BenchmarkResult(
-        name: "latency", figure: "round trip 64 B, max", unit: "µs", ours: ours.max.microseconds, baseline: raw.max.microseconds,
-        baselineName: "raw TCP ping-pong", higherIsBetter: false),
-    ]
+    return Array(times.dropFirst(100))
   }
 
   // MARK: 2. Throughput
 
   /// Sends `count` messages of `size` bytes from A to B; the time until B's application has
-  /// the last one.
+  /// the last one (B handles events on its I/O thread).
   func oneWay(size: Int, count: Int) async throws -> Duration {
     let (a, b) = try await pair()
     let body = [UInt8](repeating: 0x63, count: size)
     let bID = b.peer.id
-    // A's own events (delivered) are consumed so they do not pile up.
-    let drain = Task { for await _ in a.session.events {} }
+    // A's own events (delivered) are counted on its thread, so they do not pile up.
+    a.session.setEventHandler { _ in }
     let clock = ContinuousClock()
-    let start = clock.now
-    let receiver = Task { () -> ContinuousClock.Instant in
-      var received = 0
-      for await event in b.session.events {
-        if case .message = event {
-          received += 1
-          if received == count { return clock.now }
+    let counter = Countdown(count)
+    let arrived: Task<ContinuousClock.Instant, Never> = Task {
+      await withCheckedContinuation { continuation in
+        counter.onZero = { continuation.resume(returning: clock.now) }
+        b.session.setEventHandler { event in
+          if case .message = event { counter.tick() }
         }
       }
-      return clock.now
     }
+    try await Task.sleep(for: .milliseconds(10))
+    let start = clock.now
     for _ in 0..<count { await a.session.sendWhenWritable(body, to: .peers([bID])) }
-    let end = await receiver.value
-    drain.cancel()
+    let end = await arrived.value
     await a.stop()
     await b.stop()
     return end - start
@@ -405,6 +433,49 @@ final class ArrivalCounter: @unchecked Sendable {
         waiter = continuation
         pthread_mutex_unlock(&lock)
       }
+    }
+  }
+}
+
+
+/// Round-trip times recorded on an I/O thread: each `record()` closes one and says whether
+/// another should start.
+final class RoundTrips: @unchecked Sendable {
+  let rounds: Int
+  var times: [Duration] = []
+  var started = ContinuousClock.now
+  var finished: CheckedContinuation<[Duration], Never>?
+
+  init(rounds: Int) {
+    self.rounds = rounds
+    times.reserveCapacity(rounds)
+  }
+
+  func start() { started = ContinuousClock.now }
+
+  func record() -> Bool {
+    let now = ContinuousClock.now
+    times.append(now - started)
+    started = now
+    if times.count == rounds {
+      finished?.resume(returning: times)
+      finished = nil
+      return false
+    }
+    return true
+  }
+}
+
+/// Counts down on one thread and calls `onZero` once.
+final class Countdown: @unchecked Sendable {
+  private var remaining: Int
+  var onZero: (() -> Void)?
+  init(_ count: Int) { remaining = count }
+  func tick() {
+    remaining -= 1
+    if remaining == 0 {
+      onZero?()
+      onZero = nil
     }
   }
 }

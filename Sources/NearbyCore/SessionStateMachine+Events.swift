@@ -69,6 +69,17 @@ extension SessionStateMachine {
         peers[peerID]!.outbound = id
         connections[id] = record
         actions.append(.emit(.connecting(hello.peer)))
+        // 6.3, learnt late: the peer's invitation on the connection it opened arrived before
+        // this HELLO told us whom we dialled. The same tie-break as when it arrives second.
+        if let inbound = connections.first(where: { $0.key != id && $0.value.peerID == peerID && $0.value.awaitingAnswer })?.key {
+          if peerID < localPeer.id {
+            answer(inbound, accept: true, now: now, into: &actions)
+            dropOwnAttempt(id, now: now, into: &actions)
+            return
+          }
+          withdrawPending(inbound, reason: "crossed with your own invitation to \(hello.peer.name.value)", into: &actions)
+          connections[inbound]?.held = true
+        }
       }
       guard let invite = record.invite else { return }
       let transition = connections[id]!.machine!.invite(invite, now: now)
@@ -82,6 +93,13 @@ extension SessionStateMachine {
 
     // 6.2: a peer we think is connected invites us again: its old session is gone.
     if let old = peers[peerID]?.session, old != id {
+      if connections[old]?.direction == .outbound, localID < peerID {
+        // 6.3: our connection won a crossing and this INVITE was sent before the peer saw
+        // that; the peer closes this connection itself. Should our session end first, the
+        // invitation is accepted then.
+        connections[id]?.held = true
+        return
+      }
       if connections[old]?.machine != nil {
         let transition = connections[old]!.machine!.goodbye(.replaced, now: now)
         perform(transition, on: old, now: now, into: &actions)
@@ -217,6 +235,7 @@ extension SessionStateMachine {
       if let peer { actions.append(.emit(.disconnected(peer, reason))) }
       relaySessionEnded(id, peerID: peerID, into: &actions)
       autoConnectAfterSession(peerID, reason: reason, now: now)
+      if !isShuttingDown { acceptHeldInvitation(from: peerID, now: now, into: &actions) }
     } else if peers[peerID]?.outbound == id {
       peers[peerID]?.outbound = nil
       if case .goodbye(.duplicate) = reason {

@@ -159,6 +159,15 @@ extension SessionStateMachine {
     return (messageID, expected)
   }
 
+  /// A shell that wrote a message to direct sessions itself (on another thread) records it
+  /// here, so the acknowledgements find it (or its loss is reported when a connection closes).
+  public mutating func recordSent(_ messageID: UInt64, on ids: [ConnectionID], now: Duration) {
+    for id in ids where connections[id] != nil {
+      connections[id]!.unacked.append(messageID)
+      connections[id]!.machine?.noteSent(now: now)
+    }
+  }
+
   /// The connections a message to `recipients` would be queued on (for a shell that waits
   /// until they have room before sending).
   public func connections(for recipients: Recipients) -> [ConnectionID] {

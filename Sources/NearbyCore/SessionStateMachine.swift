@@ -126,6 +126,11 @@ public struct SessionStateMachine: Sendable {
     peers.values.filter { $0.session != nil }.map(\.peer).sorted { $0.name.value < $1.name.value }
   }
 
+  /// Whether any peer is reached through a relay, or any session is with a relay.
+  public var hasRelayRoutes: Bool {
+    connections.values.contains { $0.toRelay } || peers.values.contains { !$0.routes.isEmpty }
+  }
+
   /// Peers reached through a relay (not directly connected), with the relay.
   public var relayedPeers: [(peer: Peer, via: Peer)] {
     peers.values.compactMap { record -> (Peer, Peer)? in

@@ -198,7 +198,7 @@ public final class EventLoop: @unchecked Sendable {
     timers.removeAll { $0.id == id }
   }
 
-  static func monotonicNanoseconds() -> UInt64 {
+  public static func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)

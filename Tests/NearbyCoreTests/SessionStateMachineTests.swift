@@ -136,6 +136,41 @@ struct SessionStateMachineTests {
     #expect(net.take(b).map(\.kind) == ["delivered"])
   }
 
+  enum CrossingMode: String, CaseIterable, Sendable {
+    case askByAddress, askByID, allByAddress, allByID
+    var policy: AcceptPolicy { self == .askByAddress || self == .askByID ? .ask : .all }
+    var byAddress: Bool { self == .askByAddress || self == .allByAddress }
+  }
+
+  /// Two peers invite each other at once; every interleaving of what the two connections
+  /// carry must end with one session and nothing left waiting for a person's answer. Dialled
+  /// by address, a peer learns whom it called only from the HELLO, which may come after the
+  /// other's INVITE on the connection that one opened.
+  @Test("crossing invitations end with one connection in any interleaving", arguments: CrossingMode.allCases, 0..<100)
+  func crossingInvitationsInAnyOrder(mode: CrossingMode, seed: UInt64) {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: mode.policy)
+    net.add(Fixture.bob, policy: mode.policy)
+    if mode.byAddress {
+      net.act(a) { m, x, _ in m.invite(endpoints: [Endpoint(host: b.hex, port: 1)], context: [], timeout: nil, into: &x) }
+      net.act(b) { m, x, _ in m.invite(endpoints: [Endpoint(host: a.hex, port: 1)], context: [], timeout: nil, into: &x) }
+    } else {
+      net.discoverAll()
+      net.act(a) { m, x, now in m.invite(b, context: [], now: now, into: &x) }
+      net.act(b) { m, x, now in m.invite(a, context: [], now: now, into: &x) }
+    }
+    net.runShuffled(seed: seed)
+    let eventsA = net.take(a).map(\.kind)
+    let eventsB = net.take(b).map(\.kind)
+    #expect(net.connectedNames(a) == ["bob"], "\(eventsA)")
+    #expect(net.connectedNames(b) == ["alice"], "\(eventsB)")
+    #expect(eventsA.filter { $0 == "connected" }.count == 1, "\(eventsA)")
+    #expect(eventsB.filter { $0 == "connected" }.count == 1, "\(eventsB)")
+    #expect(!eventsA.contains("disconnected") && !eventsB.contains("disconnected"))
+    #expect(net.nodes[a]!.pendingInvitations.isEmpty && net.nodes[b]!.pendingInvitations.isEmpty)
+    #expect(net.openLinks(a) == 1 && net.openLinks(b) == 1)
+  }
+
   @Test func crossingWhenTheWinnersAttemptFailsAcceptsTheHeldInvitation() {
     var net = pair()
     net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }

@@ -10,6 +10,15 @@ struct SimulatedNetwork {
     case bytes(PeerID, ConnectionID, [UInt8])
     case eof(PeerID, ConnectionID)
     case connectFailed(PeerID, ConnectionID)
+
+    /// The receiving end, whose deliveries must stay in order.
+    var link: Link {
+      switch self {
+      case .accepted(let node, let connection, _, _), .established(let node, let connection), .bytes(let node, let connection, _),
+        .eof(let node, let connection), .connectFailed(let node, let connection):
+        Link(node: node, connection: connection)
+      }
+    }
   }
 
   struct Link: Hashable {
@@ -109,6 +118,23 @@ struct SimulatedNetwork {
   mutating func run(limit: Int = 100_000) {
     var steps = 0
     while !queue.isEmpty && steps < limit {
+      step()
+      steps += 1
+    }
+    precondition(steps < limit, "the simulated network did not settle")
+  }
+
+  /// Like ``run(limit:)``, but each step delivers a random item among those that may go
+  /// next: what one connection receives stays in order, different connections interleave.
+  mutating func runShuffled(seed: UInt64, limit: Int = 100_000) {
+    var generator = SeededGenerator(seed: seed)
+    var steps = 0
+    while !queue.isEmpty && steps < limit {
+      var seen: Set<Link> = []
+      var eligible: [Int] = []
+      for (index, delivery) in queue.enumerated() where seen.insert(delivery.link).inserted { eligible.append(index) }
+      let delivery = queue.remove(at: eligible.randomElement(using: &generator)!)
+      queue.insert(delivery, at: 0)
       step()
       steps += 1
     }

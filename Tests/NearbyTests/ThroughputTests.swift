@@ -1,5 +1,6 @@
 import Nearby
 import NearbyTestSupport
+import Synchronization
 import Testing
 
 @Suite("Many messages")
@@ -59,5 +60,63 @@ struct ThroughputTests {
     #expect(confirmed == count)
     #expect(failures == 0, "waiting sends must never be refused")
     for run in runs { try await run.value }
+  }
+
+  /// `send` writes straight to an idle connection from the caller's thread and queues
+  /// otherwise; mixed with waiting sends and sends to everyone, order and acknowledgement
+  /// must hold across both paths.
+  @Test func sendsTakingTheDirectAndTheQueuedPathStayInOrderAndAreAllAcknowledged() async throws {
+    let alice = try await RunningSession.start("alice") { $0.maximumQueuedBytes = 16 << 20 }
+    let bob = try await RunningSession.start("bob")
+    try await connect(alice, bob)
+    let count = 20_000
+    let received = Mutex<[UInt64]>([])
+    bob.session.setEventHandler { event in
+      if case .message(let message) = event { received.withLock { $0.append(message.id) } }
+    }
+    var sent: [UInt64] = []
+    for index in 0..<count {
+      let body = [UInt8](repeating: UInt8(index & 0xFF), count: 1 + index % 200)
+      switch index % 7 {
+      case 0: sent.append(await alice.session.sendWhenWritable(body, to: .peers([bob.peer.id])))
+      case 3: sent.append(alice.session.send(body, to: .all))
+      default: sent.append(alice.session.send(body, to: .peers([bob.peer.id])))
+      }
+      // Now and then a pause, so the connection goes idle and the direct path is taken.
+      if index % 1000 == 999 { try await Task.sleep(for: .milliseconds(2)) }
+    }
+    func delivered() -> Int { alice.events.all.count { if case .delivered = $0 { true } else { false } } }
+    let deadline = ContinuousClock.now + .seconds(60)
+    while received.withLock({ $0.count }) < count || delivered() < count, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(received.withLock { $0 } == sent, "every message arrives once, in the order it was sent")
+    #expect(delivered() == count)
+    #expect(!alice.events.all.contains { if case .error = $0 { true } else { false } })
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func anEventHandlerGetsTheEventsInsteadOfTheStreamUntilItIsRemoved() async throws {
+    let alice = try await RunningSession.start("alice")
+    let bob = try await RunningSession.start("bob")
+    try await connect(alice, bob)
+    let seen = Mutex<[String]>([])
+    bob.session.setEventHandler { event in
+      if case .message(let message) = event { seen.withLock { $0.append(String(decoding: message.body, as: UTF8.self)) } }
+    }
+    let texts = (0..<100).map { "message \($0)" }
+    for text in texts { alice.session.send(Array(text.utf8), to: .peers([bob.peer.id])) }
+    let deadline = ContinuousClock.now + .seconds(10)
+    while seen.withLock({ $0.count }) < texts.count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    #expect(seen.withLock { $0 } == texts)
+    #expect(!bob.events.all.contains { if case .message = $0 { true } else { false } }, "the stream gets none while a handler is set")
+    bob.session.setEventHandler(nil)
+    alice.session.send(Array("after".utf8), to: .peers([bob.peer.id]))
+    let body = try await bob.expect("the message after the handler is removed") { if case .message(let m) = $0 { m.body } else { nil } }
+    #expect(String(decoding: body, as: UTF8.self) == "after")
+    #expect(seen.withLock { $0.count } == texts.count)
+    try await alice.stop()
+    try await bob.stop()
   }
 }
