@@ -46,6 +46,10 @@ public actor NearbySession {
   private var readyWaiters: [CheckedContinuation<UInt16?, Never>] = []
   /// Connections whose queue is full while a waiting message is queued for them.
   private var waitingForSpace: Set<ConnectionID> = []
+  /// Messages taken from the outbox and not yet handed to the state machine (their
+  /// connection was full), consumed from `backlogStart` on without moving the rest.
+  private var backlog: [OutboxEntry] = []
+  private var backlogStart = 0
   private var state = RunState.idle
   private let inboundIDs = Atomic<UInt64>(1)
 
@@ -387,41 +391,50 @@ public actor NearbySession {
   /// connection is full stays queued (with the ones after it) until the connection drains.
   private func drainOutbox() {
     recordSentDirectly()
-    var entries = outbox.withLock { box -> [OutboxEntry] in
+    let fresh = outbox.withLock { box -> [OutboxEntry] in
       box.drainScheduled = false
-      box.draining = !box.entries.isEmpty
+      if !box.entries.isEmpty { box.draining = true }
       defer { box.entries.removeAll(keepingCapacity: true) }
       return box.entries
     }
-    guard !entries.isEmpty else { return }
+    if !fresh.isEmpty {
+      if backlogStart > 0, backlogStart * 2 >= backlog.count {
+        backlog.removeFirst(backlogStart)
+        backlogStart = 0
+      }
+      backlog.append(contentsOf: fresh)
+    }
+    guard backlogStart < backlog.count else { return }
     var actions: [SessionAction] = []
-    var index = 0
     var sentBytes = 0
     let time = now
-    while index < entries.count {
-      let entry = entries[index]
+    while backlogStart < backlog.count {
+      let entry = backlog[backlogStart]
       if entry.waiting,
         let full = machine.connections(for: entry.recipients).first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }
         ),
         connections[full]?.notifyWhenWritable() == true
       {
-        // Put the rest back in front of what arrived meanwhile; go on when `full` drains.
+        // The rest waits (in order, before what arrives meanwhile) until `full` drains.
         waitingForSpace.insert(full)
         break
       }
       _ = machine.sendMessage(entry.body, to: entry.recipients, id: entry.id, timestamp: entry.timestamp, now: time, into: &actions)
       sentBytes += entry.body.count
-      index += 1
+      backlogStart += 1
       // Queued at once, so the next entry's check sees the connection's real fill level.
       perform(actions)
       actions.removeAll(keepingCapacity: true)
     }
-    let remaining = Array(entries[index...])
-    entries = []
+    let drained = backlogStart == backlog.count
+    if drained {
+      backlog.removeAll(keepingCapacity: backlog.capacity <= 4096)
+      backlogStart = 0
+    }
     let waiters = outbox.withLock { box -> [CheckedContinuation<Void, Never>] in
-      box.draining = false
+      // The direct path of `send` stays closed while older messages wait here.
+      box.draining = !drained
       box.bytes -= sentBytes
-      if !remaining.isEmpty { box.entries.insert(contentsOf: remaining, at: 0) }
       guard box.bytes < configuration.maximumQueuedBytes / 2 || box.bytes == 0 else { return [] }
       defer { box.spaceWaiters.removeAll() }
       return box.spaceWaiters
@@ -440,7 +453,10 @@ public actor NearbySession {
       }
       return (box.entries, box.spaceWaiters)
     }
-    for entry in entries {
+    let unsent = Array(backlog[backlogStart...]) + entries
+    backlog = []
+    backlogStart = 0
+    for entry in unsent {
       let peerID: PeerID
       if case .peers(let ids) = entry.recipients, let first = ids.first { peerID = first } else { peerID = configuration.peer.id }
       emit(.error(.undelivered(messageID: entry.id, peer: machine.peer(peerID), peerID: peerID, reason: .shuttingDown)))

@@ -127,16 +127,26 @@ public final class FrameDecoder {
     writeIndex = live
   }
 
-  /// Gives memory back when everything was consumed, so idle connections stay small.
+  /// When everything was consumed: starts over at the front, and gives back a buffer of
+  /// 1 MiB or more (a huge frame) at once.
   private func releaseIfEmpty() {
     guard bufferedByteCount == 0 else { return }
     readIndex = 0
     writeIndex = 0
-    if capacity > 65_536 {
-      storage?.deallocate()
-      storage = nil
-      capacity = 0
-    }
+    if capacity >= 1 << 20 { shrinkIfEmpty() }
+  }
+
+  /// Gives back a buffer of more than 64 KiB when nothing is buffered, so idle connections
+  /// stay small. Not done after every frame: a stream of large frames would then allocate
+  /// (and, above the allocator's mmap threshold, map and fault in) a new buffer per frame.
+  /// The owner calls this when traffic is light.
+  public func shrinkIfEmpty() {
+    guard bufferedByteCount == 0, capacity > 65_536 else { return }
+    storage?.deallocate()
+    storage = nil
+    capacity = 0
+    readIndex = 0
+    writeIndex = 0
   }
 
   /// Discards the buffer (after a fatal error or when the connection closes).

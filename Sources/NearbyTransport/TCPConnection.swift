@@ -322,7 +322,11 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
         }
         // A short read emptied the socket: the fd is level-triggered, so epoll reports what
         // arrives next, and a second `read` that would only say EAGAIN is saved.
-        if count < requested { break reading }
+        if count < requested {
+          // Light traffic: a large read buffer is not worth keeping.
+          if count < 4096 { decoder.shrinkIfEmpty() }
+          break reading
+        }
       case .success(.wouldBlock):
         deliver(&batch)
         return

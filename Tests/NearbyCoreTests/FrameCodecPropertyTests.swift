@@ -113,6 +113,17 @@ struct FrameCodecPropertyTests {
     decoder.append(big)
     #expect(try decoder.next() != nil)
     #expect(try decoder.next() == nil)
+    // Kept for the next large frame until the owner says traffic is light.
+    #expect(decoder.allocatedByteCount > 65_536)
+    decoder.shrinkIfEmpty()
+    #expect(decoder.allocatedByteCount == 0)
+    // 1 MiB or more is given back at once.
+    var huge: [UInt8] = []
+    FrameEncoder.encode(
+      .message(Frame.Message(id: 2, sender: Fixture.aliceID, timestamp: 0, recipients: [], body: Array(repeating: 7, count: 1_000_000))), into: &huge)
+    decoder.append(huge)
+    #expect(try decoder.next() != nil)
+    #expect(try decoder.next() == nil)
     #expect(decoder.allocatedByteCount == 0)
   }
 }
