@@ -334,34 +334,42 @@ public actor NearbySession {
     return outbox.withLock { box -> Bool in
       // Not while earlier messages are on their way from the queue to the connections.
       guard box.entries.isEmpty, !box.draining, !box.closed else { return false }
-      let targets: [(PeerID, TCPConnection)]
-      let addressed: [PeerID]
-      switch recipients {
-      case .all:
-        targets = fastRoutes.withLock { $0.usable ? $0.everyone : [] }
-        addressed = []
-      case .peers(let ids):
-        guard ids.count == 1 else { return false }
-        let route = fastRoutes.withLock { $0.usable ? $0.direct[ids[0]] : nil }
-        targets = route.map { [(ids[0], $0)] } ?? []
-        addressed = ids
-      }
-      guard !targets.isEmpty else { return false }
-      if waiting, targets.contains(where: { $0.1.queuedBytes >= configuration.maximumQueuedBytes }) { return false }
-      let message = Frame.Message(id: id, sender: configuration.peer.id, timestamp: Self.unixMilliseconds(), recipients: addressed, body: body)
-      var sent: [ConnectionID] = []
-      for (peerID, connection) in targets {
-        switch connection.send(message: message) {
-        case .queued: sent.append(connection.id)
-        case .full:
-          publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .queueFull)))
-        case .closed:
-          publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .connectionClosed(.closedWhileClosing))))
-        }
-      }
+      let routes = fastRoutes.withLock { $0 }
+      guard let route = directRoute(recipients, in: routes) else { return false }
+      if waiting, route.targets.contains(where: { $0.1.queuedBytes >= configuration.maximumQueuedBytes }) { return false }
+      let sent = writeDirectly(id, body, timestamp: Self.unixMilliseconds(), route: route)
       box.sentDirectly.append(SentDirectly(id: id, connections: sent))
       return true
     }
+  }
+
+  /// The direct sessions a message to `recipients` goes to, when no relay is involved.
+  private nonisolated func directRoute(_ recipients: Recipients, in routes: FastRoutes) -> DirectRoute? {
+    guard routes.usable else { return nil }
+    switch recipients {
+    case .all:
+      return routes.everyone.isEmpty ? nil : DirectRoute(targets: routes.everyone, addressed: [])
+    case .peers(let ids):
+      guard ids.count == 1, let connection = routes.direct[ids[0]] else { return nil }
+      return DirectRoute(targets: [(ids[0], connection)], addressed: ids)
+    }
+  }
+
+  /// Encodes a message onto its direct sessions' connections; a refusal comes back as an
+  /// `undelivered` error. - Returns: the connections it was queued on.
+  private nonisolated func writeDirectly(_ id: UInt64, _ body: [UInt8], timestamp: UInt64, route: DirectRoute) -> [ConnectionID] {
+    let message = Frame.Message(id: id, sender: configuration.peer.id, timestamp: timestamp, recipients: route.addressed, body: body)
+    var sent: [ConnectionID] = []
+    for (peerID, connection) in route.targets {
+      switch connection.send(message: message) {
+      case .queued: sent.append(connection.id)
+      case .full:
+        publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .queueFull)))
+      case .closed:
+        publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .connectionClosed(.closedWhileClosing))))
+      }
+    }
+    return sent
   }
 
   /// Records the messages ``sendDirectly`` wrote (before anything from the wire is handled).
@@ -408,8 +416,23 @@ public actor NearbySession {
     var actions: [SessionAction] = []
     var sentBytes = 0
     let time = now
+    let routes = fastRoutes.withLock { $0 }
     while backlogStart < backlog.count {
       let entry = backlog[backlogStart]
+      // To direct sessions only: written here, recorded with the state machine afterwards
+      // (the same as `send` does from other threads), without routing it again.
+      if entry.body.count <= ProtocolLimits.maximumBodyLength, let route = directRoute(entry.recipients, in: routes) {
+        if entry.waiting, let full = route.targets.first(where: { $0.1.queuedBytes >= configuration.maximumQueuedBytes })?.1,
+          full.notifyWhenWritable()
+        {
+          waitingForSpace.insert(full.id)
+          break
+        }
+        machine.recordSent(entry.id, on: writeDirectly(entry.id, entry.body, timestamp: entry.timestamp, route: route), now: time)
+        sentBytes += entry.body.count
+        backlogStart += 1
+        continue
+      }
       if entry.waiting,
         let full = machine.connections(for: entry.recipients).first(where: { (connections[$0]?.queuedBytes ?? 0) >= configuration.maximumQueuedBytes }
         ),
@@ -676,6 +699,12 @@ final class EventHandlerBox: Sendable {
 struct SentDirectly: Sendable {
   let id: UInt64
   let connections: [ConnectionID]
+}
+
+/// Where a message goes when only direct sessions are involved.
+struct DirectRoute {
+  let targets: [(PeerID, TCPConnection)]
+  let addressed: [PeerID]
 }
 
 /// Direct sessions, readable from any thread (see ``NearbySession/sendDirectly``).

@@ -144,11 +144,14 @@ extension SessionStateMachine {
     let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: addressed, body: body)
     var expected: [PeerID] = []
     for id in targets {
-      connections[id]?.machine?.noteSent(now: now)
+      let peerID = updateConnection(id) { record -> PeerID? in
+        record.machine?.noteSent(now: now)
+        return record.peerID
+      }
       // A direct session expects an acknowledgement from its peer (relays do not consume).
-      guard let peerID = connections[id]?.peerID, peers[peerID]?.isRelay != true else { continue }
+      guard let peerID = peerID ?? nil, peerRecord(peerID, { $0.isRelay }) != true else { continue }
       if case .peers(let ids) = recipients, !ids.contains(peerID) { continue }
-      connections[id]?.unacked.append(messageID)
+      updateConnection(id) { $0.unacked.append(messageID) }
       expected.append(peerID)
     }
     if !relayed.isEmpty {
@@ -162,9 +165,11 @@ extension SessionStateMachine {
   /// A shell that wrote a message to direct sessions itself (on another thread) records it
   /// here, so the acknowledgements find it (or its loss is reported when a connection closes).
   public mutating func recordSent(_ messageID: UInt64, on ids: [ConnectionID], now: Duration) {
-    for id in ids where connections[id] != nil {
-      connections[id]!.unacked.append(messageID)
-      connections[id]!.machine?.noteSent(now: now)
+    for id in ids {
+      updateConnection(id) { record in
+        record.unacked.append(messageID)
+        record.machine?.noteSent(now: now)
+      }
     }
   }
 
@@ -219,7 +224,7 @@ extension SessionStateMachine {
       return
     }
     let from: Peer
-    if let known = peers[message.sender]?.peer {
+    if let known = peerRecord(message.sender, { $0.peer }) {
       from = known
     } else {
       // A peer behind a relay whose roster entry has not arrived (yet): name it by its id.
@@ -227,7 +232,7 @@ extension SessionStateMachine {
     }
     actions.append(
       .emit(.message(ReceivedMessage(id: message.id, from: from, isPrivate: message.isPrivate, timestamp: message.timestamp, body: message.body))))
-    connections[id]?.acks.append(Ack(origin: message.sender, id: message.id))
+    updateConnection(id) { $0.acks.append(Ack(origin: message.sender, id: message.id)) }
   }
 
   mutating func acknowledged(_ delivered: Frame.Delivered, on id: ConnectionID, into actions: inout [SessionAction]) {
@@ -238,7 +243,7 @@ extension SessionStateMachine {
     guard let peer = peers[delivered.recipient]?.peer else { return }
     let direct = peers[delivered.recipient]?.session
     for messageID in delivered.ids {
-      if let direct, connections[direct]?.unacked.remove(messageID) == true {
+      if let direct, updateConnection(direct, { $0.unacked.remove(messageID) }) == true {
         actions.append(.emit(.delivered(messageID: messageID, to: peer)))
       } else if relayPending[messageID]?.removeValue(forKey: delivered.recipient) != nil {
         if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
@@ -248,14 +253,25 @@ extension SessionStateMachine {
   }
 
   mutating func flushAcknowledgements(on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
-    guard let acks = connections[id]?.acks, !acks.isEmpty else { return }
-    connections[id]!.acks.removeAll(keepingCapacity: true)
+    guard
+      let acks = updateConnection(
+        id,
+        { record -> [Ack] in
+          defer { record.acks.removeAll(keepingCapacity: true) }
+          return record.acks
+        }), !acks.isEmpty
+    else { return }
     // Usually every message of a batch has one origin (the peer on the connection).
     var origins: [PeerID] = []
     var idsByOrigin: [PeerID: [UInt64]] = [:]
-    for ack in acks {
-      if idsByOrigin[ack.origin] == nil { origins.append(ack.origin) }
-      idsByOrigin[ack.origin, default: []].append(ack.id)
+    if acks.allSatisfy({ $0.origin == acks[0].origin }) {
+      origins = [acks[0].origin]
+      idsByOrigin[acks[0].origin] = acks.map(\.id)
+    } else {
+      for ack in acks {
+        if idsByOrigin[ack.origin] == nil { origins.append(ack.origin) }
+        idsByOrigin[ack.origin, default: []].append(ack.id)
+      }
     }
     for origin in origins {
       let ids = idsByOrigin[origin]!
@@ -266,7 +282,30 @@ extension SessionStateMachine {
         start = end
       }
     }
-    connections[id]!.machine?.noteSent(now: now)
+    updateConnection(id) { $0.machine?.noteSent(now: now) }
+  }
+
+  /// In-place access to a connection's record. (Mutating through `connections[id]` moves the
+  /// record into an `Optional` and back, and reading through it copies the whole record:
+  /// on the per-message path, that copying was a tenth of the CPU time.)
+  @inline(__always) @discardableResult
+  mutating func updateConnection<R>(_ id: ConnectionID, _ body: (inout ConnectionRecord) -> R) -> R? {
+    guard let index = connections.index(forKey: id) else { return nil }
+    return body(&connections.values[index])
+  }
+
+  /// Reads one part of a connection's record without copying the record.
+  @inline(__always)
+  func connection<R>(_ id: ConnectionID, _ read: (borrowing ConnectionRecord) -> R) -> R? {
+    guard let index = connections.index(forKey: id) else { return nil }
+    return read(connections.values[index])
+  }
+
+  /// Reads one part of a peer's record without copying the record.
+  @inline(__always)
+  func peerRecord<R>(_ id: PeerID, _ read: (borrowing PeerRecord) -> R) -> R? {
+    guard let index = peers.index(forKey: id) else { return nil }
+    return read(peers.values[index])
   }
 
 }

@@ -328,8 +328,7 @@ public struct SessionStateMachine: Sendable {
   /// sent as one DELIVERED per origin at the end of the batch.
   public mutating func received(_ frames: [Frame], on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     for frame in frames {
-      guard connections[id]?.machine != nil else { break }
-      let transition = connections[id]!.machine!.receive(frame, now: now)
+      guard let transition = updateConnection(id, { $0.machine?.receive(frame, now: now) }) ?? nil else { break }
       perform(transition, on: id, now: now, into: &actions)
     }
     flushAcknowledgements(on: id, now: now, into: &actions)
