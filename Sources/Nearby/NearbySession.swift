@@ -671,7 +671,9 @@ public actor NearbySession {
 
   /// Delivers events to `handler`, called on the session's I/O thread as they happen,
   /// instead of to ``events``. For the lowest latency (no thread switch per event); the
-  /// handler must be quick and must not block. `nil` goes back to ``events``.
+  /// handler must be quick and must not block. One exception to the thread: a message that
+  /// ``send(_:to:)`` refuses at once (queue full, session closed) is reported on the thread
+  /// that called `send`. `nil` goes back to ``events``.
   public nonisolated func setEventHandler(_ handler: (@Sendable (SessionEvent) -> Void)?) {
     let box = handler.map(EventHandlerBox.init)
     eventHandler.withLock { $0 = box }
