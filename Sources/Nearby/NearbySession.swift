@@ -58,7 +58,7 @@ public actor NearbySession {
   /// - Throws: ``SystemError`` when the I/O thread cannot be created (no descriptors left).
   public init(configuration: SessionConfiguration) throws {
     self.configuration = configuration
-    loop = try EventLoop(name: "nearby-io")
+    loop = try EventLoop(name: "nearby-io", busyPoll: configuration.busyPoll)
     var core = SessionStateMachine.Configuration(local: configuration.peer)
     core.capabilities = configuration.isRelay ? .relay : []
     core.acceptPolicy = configuration.acceptPolicy

@@ -41,9 +41,9 @@ public struct BenchRunner: Sendable {
   }
 
   /// Two connected sessions.
-  func pair() async throws -> (LocalSession, LocalSession) {
-    let a = try await LocalSession.start("bench-a")
-    let b = try await LocalSession.start("bench-b")
+  func pair(busyPoll: Duration = .zero) async throws -> (LocalSession, LocalSession) {
+    let a = try await LocalSession.start("bench-a", busyPoll: busyPoll)
+    let b = try await LocalSession.start("bench-b", busyPoll: busyPoll)
     await a.session.invite(endpoints: [b.endpoint])
     var events = a.session.events.makeAsyncIterator()
     while let event = await events.next() {
@@ -67,20 +67,25 @@ public struct BenchRunner: Sendable {
   func latency() async throws -> [BenchmarkResult] {
     let rounds = quick ? 1000 : 10_000
     let blocks = 5
-    progress("latency: \(rounds) round trips of a 64-byte message each way (event handlers, events stream, raw TCP), in \(blocks) interleaved blocks")
+    progress(
+      "latency: \(rounds) round trips of a 64-byte message each way (event handlers, with busy polling, events stream, raw TCP), in \(blocks) interleaved blocks"
+    )
     // Interleaved blocks, each with fresh threads and sockets: where the scheduler puts a pair
     // of threads changes round trips several-fold on a small virtual machine, and each side
     // should see the same mix of placements.
     var handlerTimes: [Duration] = []
+    var pollingTimes: [Duration] = []
     var streamTimes: [Duration] = []
     var rawTimes: [Duration] = []
     let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
       handlerTimes += try await latencyWithHandlers(rounds: rounds / blocks)
+      pollingTimes += try await latencyWithHandlers(rounds: rounds / blocks, busyPoll: .microseconds(200))
       streamTimes += try await latencyWithStreams(rounds: rounds / blocks)
       rawTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
     }
     let handlers = Percentiles(handlerTimes)
+    let polling = Percentiles(pollingTimes)
     let stream = Percentiles(streamTimes)
     let raw = Percentiles(rawTimes)
     func row(_ figure: String, _ ours: Duration, _ theirs: Duration) -> BenchmarkResult {
@@ -91,13 +96,15 @@ public struct BenchRunner: Sendable {
     return [
       row("round trip 64 B, p50", handlers.p50, raw.p50), row("round trip 64 B, p99", handlers.p99, raw.p99),
       row("round trip 64 B, max", handlers.max, raw.max),
+      row("round trip 64 B, p50, busy polling 200 µs", polling.p50, raw.p50),
+      row("round trip 64 B, p99, busy polling 200 µs", polling.p99, raw.p99),
       row("round trip 64 B, p50, events stream", stream.p50, raw.p50), row("round trip 64 B, p99, events stream", stream.p99, raw.p99),
     ]
   }
 
   /// Both peers handle events on their session's I/O thread (``NearbySession/setEventHandler(_:)``).
-  func latencyWithHandlers(rounds: Int) async throws -> [Duration] {
-    let (a, b) = try await pair()
+  func latencyWithHandlers(rounds: Int, busyPoll: Duration = .zero) async throws -> [Duration] {
+    let (a, b) = try await pair(busyPoll: busyPoll)
     let body = [UInt8](repeating: 0x62, count: 64)
     let aID = a.peer.id
     let bID = b.peer.id

@@ -28,8 +28,9 @@ struct LocalSession: Sendable {
   var peer: Peer { session.configuration.peer }
   let port: UInt16
 
-  static func start(_ name: String, policy: AcceptPolicy = .all) async throws -> LocalSession {
+  static func start(_ name: String, policy: AcceptPolicy = .all, busyPoll: Duration = .zero) async throws -> LocalSession {
     var configuration = SessionConfiguration(peer: Peer(id: PeerID.random(), name: try DisplayName(name)))
+    configuration.busyPoll = busyPoll
     configuration.advertise = false
     configuration.browse = false
     configuration.listenHost = "127.0.0.1"

@@ -57,13 +57,21 @@ public final class EventLoop: @unchecked Sendable {
   private var deferred: [() -> Void] = []
   private var handlers: [Int32: any EventLoopHandler] = [:]
   private var timers: [Timer] = []
+  private let busyPollNanoseconds: UInt64
+  /// Loops of this process polling right now: at most one fewer than there are CPUs, so that
+  /// polling threads never take every CPU from the others.
+  private static let pollingLoops = Atomic<Int>(0)
+  private static let maximumPollingLoops = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)
   private var nextTimerID: UInt64 = 1
 
   /// Creates the loop and starts its thread.
   /// - Throws: ``SystemError`` when epoll, eventfd or the thread cannot be created.
-  public init(name: String = "nearby-io") throws(SystemError) {
+  /// - Parameter busyPoll: after handling something, poll this long before sleeping (see
+  ///   ``SessionConfiguration/busyPoll``); zero (the default) sleeps at once.
+  public init(name: String = "nearby-io", busyPoll: Duration = .zero) throws(SystemError) {
     _ = ignoreSIGPIPE
     self.name = name
+    self.busyPollNanoseconds = UInt64(max(0, busyPoll / .nanoseconds(1)))
     let epoll = nearby_epoll_create()
     guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
     let wake = nearby_eventfd()
@@ -198,6 +206,19 @@ public final class EventLoop: @unchecked Sendable {
     timers.removeAll { $0.id == id }
   }
 
+  /// Busy polling: `epoll_wait` without sleeping until something arrives or `deadline`
+  /// passes, when fewer than ``maximumPollingLoops`` loops already poll.
+  /// - Returns: how many events arrived (0: none; the caller then sleeps).
+  private func poll(until deadline: UInt64, into events: inout [nearby_epoll_event]) -> Int32 {
+    defer { Self.pollingLoops.subtract(1, ordering: .relaxed) }
+    guard Self.pollingLoops.add(1, ordering: .relaxed).newValue <= Self.maximumPollingLoops else { return 0 }
+    var count: Int32 = 0
+    repeat {
+      count = events.withUnsafeMutableBufferPointer { nearby_epoll_wait(epoll, $0.baseAddress, Int32($0.count), 0) }
+    } while count == 0 && Self.monotonicNanoseconds() < deadline
+    return max(0, count)
+  }
+
   public static func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
@@ -210,6 +231,7 @@ public final class EventLoop: @unchecked Sendable {
     threadID.store(UInt64(pthread_self()), ordering: .releasing)
     _ = nearby_set_thread_name(String(name.utf8.prefix(15))!)
     var events = [nearby_epoll_event](repeating: nearby_epoll_event(), count: 256)
+    var pollUntil: UInt64 = 0
     while true {
       var timeout: Int32 = -1
       if shared.withLock({ !$0.work.isEmpty }) {
@@ -218,9 +240,17 @@ public final class EventLoop: @unchecked Sendable {
         let now = Self.monotonicNanoseconds()
         timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
       }
-      let count = events.withUnsafeMutableBufferPointer { buffer in
-        nearby_epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), timeout)
+      var count: Int32 = 0
+      if timeout != 0, pollUntil != 0 {
+        count = poll(until: pollUntil, into: &events)
+        pollUntil = 0
       }
+      if count == 0 {
+        count = events.withUnsafeMutableBufferPointer { buffer in
+          nearby_epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), timeout)
+        }
+      }
+      if count > 0, busyPollNanoseconds > 0 { pollUntil = Self.monotonicNanoseconds() + busyPollNanoseconds }
       if count < 0 && errno != EINTR {
         preconditionFailure("epoll_wait failed: \(SystemError("epoll_wait", errno: errno))")
       }

@@ -141,3 +141,25 @@ func threadCount(named prefix: String = "") -> Int {
   }
   return count
 }
+
+/// The scheduler states (`R` running or runnable, `S` sleeping, ...) of this process's
+/// threads named exactly `name`.
+func threadStates(named name: String) -> [Character] {
+  var states: [Character] = []
+  guard let dir = opendir("/proc/self/task") else { return states }
+  defer { closedir(dir) }
+  while let entry = readdir(dir) {
+    let task = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    guard Int(task) != nil, let file = fopen("/proc/self/task/\(task)/stat", "r") else { continue }
+    defer { fclose(file) }
+    var buffer = [CChar](repeating: 0, count: 512)
+    guard fgets(&buffer, 512, file) != nil else { continue }
+    let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    // "TID (COMM) STATE ...": the name may hold spaces and parentheses, the state follows the last ')'.
+    guard let open = line.firstIndex(of: "("), let close = line.lastIndex(of: ")") else { continue }
+    guard line[line.index(after: open)..<close] == name else { continue }
+    let rest = line[line.index(after: close)...].drop { $0 == " " }
+    if let state = rest.first { states.append(state) }
+  }
+  return states
+}

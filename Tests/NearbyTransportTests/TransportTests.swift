@@ -169,4 +169,34 @@ struct TransportTests {
       Issue.record("child: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
     }
   }
+
+  @Test func busyPollingKeepsTheThreadRunningAfterActivityAndThenItSleeps() async throws {
+    let name = "nb-poll-test"
+    let loop = try EventLoop(name: name, busyPoll: .milliseconds(400))
+    let quiet = try EventLoop(name: "nb-nopoll-test")
+    // Activity: a job each (the wake-up is an event).
+    loop.execute {}
+    quiet.execute {}
+    try await Task.sleep(for: .milliseconds(50))
+    var polling: [Character] = []
+    var notPolling: [Character] = []
+    for _ in 0..<10 {
+      polling += threadStates(named: name)
+      notPolling += threadStates(named: "nb-nopoll-test")
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(polling.count == 10)
+    #expect(polling.contains("R"), "polling after activity: \(polling)")
+    #expect(!notPolling.contains("R"), "no polling by default: \(notPolling)")
+    // The window is over: it sleeps until something happens.
+    try await Task.sleep(for: .milliseconds(400))
+    var after: [Character] = []
+    for _ in 0..<5 {
+      after += threadStates(named: name)
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(after == Array(repeating: "S", count: 5), "after the window: \(after)")
+    await loop.shutdown()
+    await quiet.shutdown()
+  }
 }
