@@ -1,4 +1,5 @@
 import CNearbySystem
+import Foundation
 import NearbyCore
 import NearbyTransport
 import Synchronization
@@ -98,9 +99,9 @@ func frames(in bytes: [UInt8]) -> [Frame] {
   return result
 }
 
-/// The open descriptors of this process, not counting timer descriptors: the concurrency
-/// runtime creates those lazily (one per clock and timer class), at moments a test does not
-/// control, while ours (sockets, epoll, eventfd) are never timerfds.
+/// The open descriptors of the kinds the transport makes: sockets, epoll instances and
+/// eventfds. Not all descriptors: the test library and the concurrency runtime open and close
+/// others (pipes, files, timerfds) at moments a test does not control.
 func openFileDescriptors() -> Int {
   guard let dir = opendir("/proc/self/fd") else { return Int(nearby_open_fd_count()) }
   defer { closedir(dir) }
@@ -111,8 +112,9 @@ func openFileDescriptors() -> Int {
     guard let fd = Int32(name), fd != own else { continue }
     var target = [CChar](repeating: 0, count: 256)
     let length = readlink("/proc/self/fd/\(name)", &target, target.count - 1)
-    if length > 0, String(decoding: target.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self).hasPrefix("anon_inode:[timerfd]") { continue }
-    count += 1
+    guard length > 0 else { continue }
+    let kind = String(decoding: target.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    if kind.hasPrefix("socket:") || kind == "anon_inode:[eventpoll]" || kind == "anon_inode:[eventfd]" { count += 1 }
   }
   return count
 }
@@ -162,4 +164,36 @@ func threadStates(named name: String) -> [Character] {
     if let state = rest.first { states.append(state) }
   }
   return states
+}
+
+/// Samples ``threadStates(named:)`` every `interval` from `start + from` until `start + until`,
+/// on a thread started at once: a loaded test run can starve the cooperative pool (where a
+/// child task would start the sampling) for longer than the window being sampled.
+final class ThreadStateSampler: Sendable {
+  private final class Storage: Sendable {
+    let states = Mutex<[Character]?>(nil)
+  }
+  private let storage = Storage()
+
+  init(named name: String, after start: ContinuousClock.Instant, from: Duration, until: Duration, every interval: Duration = .milliseconds(10)) {
+    let storage = self.storage
+    let thread = Thread {
+      var sampled: [Character] = []
+      while ContinuousClock.now < start + from { usleep(1000) }
+      while ContinuousClock.now < start + until {
+        sampled += threadStates(named: name)
+        usleep(UInt32(interval / .microseconds(1)))
+      }
+      storage.states.withLock { $0 = sampled }
+    }
+    thread.start()
+  }
+
+  /// The states, once the window is over.
+  func result() async throws -> [Character] {
+    while true {
+      if let done = storage.states.withLock({ $0 }) { return done }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+  }
 }

@@ -174,29 +174,20 @@ struct TransportTests {
     let name = "nb-poll-test"
     let loop = try EventLoop(name: name, busyPoll: .seconds(2))
     let quiet = try EventLoop(name: "nb-nopoll-test")
-    // Activity: a job each (the wake-up is an event). Sampled for most of the polling
-    // window, which is long so that a loaded machine still samples inside it.
+    // Activity: a job each (the wake-up is an event), then their threads' states: during the
+    // polling window (the quiet one after it has handled its job), and after the window.
     let started = ContinuousClock.now
     loop.execute {}
     quiet.execute {}
-    var polling: [Character] = []
-    var notPolling: [Character] = []
-    while ContinuousClock.now - started < .milliseconds(1500) {
-      polling += threadStates(named: name)
-      // (Not at once: the quiet loop's thread is briefly running while it handles its job.)
-      if ContinuousClock.now - started > .milliseconds(200) { notPolling += threadStates(named: "nb-nopoll-test") }
-      try await Task.sleep(for: .milliseconds(10))
-    }
-    #expect(polling.contains("R"), "polling after activity: \(polling)")
-    #expect(!notPolling.isEmpty && !notPolling.contains("R"), "no polling by default: \(notPolling)")
-    // The window is over: it sleeps until something happens.
-    while ContinuousClock.now - started < .milliseconds(2500) { try await Task.sleep(for: .milliseconds(50)) }
-    var after: [Character] = []
-    for _ in 0..<5 {
-      after += threadStates(named: name)
-      try await Task.sleep(for: .milliseconds(20))
-    }
-    #expect(after == Array(repeating: "S", count: 5), "after the window: \(after)")
+    let polling = ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(1500))
+    let notPolling = ThreadStateSampler(named: "nb-nopoll-test", after: started, from: .milliseconds(200), until: .milliseconds(1500))
+    let after = ThreadStateSampler(named: name, after: started, from: .milliseconds(2500), until: .milliseconds(2600), every: .milliseconds(20))
+    let during = try await polling.result()
+    let quietStates = try await notPolling.result()
+    let afterStates = try await after.result()
+    #expect(during.contains("R"), "polling after activity: \(during)")
+    #expect(!quietStates.isEmpty && !quietStates.contains("R"), "no polling by default: \(quietStates)")
+    #expect(!afterStates.isEmpty && afterStates.allSatisfy { $0 == "S" }, "after the window: \(afterStates)")
     await loop.shutdown()
     await quiet.shutdown()
   }
