@@ -331,16 +331,20 @@ public actor NearbySession {
   /// - Returns: `false` when the message must take the queued path.
   private nonisolated func sendDirectly(_ id: UInt64, _ body: [UInt8], to recipients: Recipients, waiting: Bool) -> Bool {
     guard body.count <= ProtocolLimits.maximumBodyLength else { return false }
-    return outbox.withLock { box -> Bool in
+    let refused = outbox.withLock { box -> [SessionEvent]? in
       // Not while earlier messages are on their way from the queue to the connections.
-      guard box.entries.isEmpty, !box.draining, !box.closed else { return false }
+      guard box.entries.isEmpty, !box.draining, !box.closed else { return nil }
       let routes = fastRoutes.withLock { $0 }
-      guard let route = directRoute(recipients, in: routes) else { return false }
-      if waiting, route.targets.contains(where: { $0.1.queuedBytes >= configuration.maximumQueuedBytes }) { return false }
-      let sent = writeDirectly(id, body, timestamp: Self.unixMilliseconds(), route: route)
+      guard let route = directRoute(recipients, in: routes) else { return nil }
+      if waiting, route.targets.contains(where: { $0.1.queuedBytes >= configuration.maximumQueuedBytes }) { return nil }
+      let (sent, refused) = writeDirectly(id, body, timestamp: Self.unixMilliseconds(), route: route)
       box.sentDirectly.append(SentDirectly(id: id, connections: sent))
-      return true
+      return refused
     }
+    guard let refused else { return false }
+    // Outside the lock: an event handler may well send again.
+    for event in refused { publish(event) }
+    return true
   }
 
   /// The direct sessions a message to `recipients` goes to, when no relay is involved.
@@ -355,21 +359,23 @@ public actor NearbySession {
     }
   }
 
-  /// Encodes a message onto its direct sessions' connections; a refusal comes back as an
-  /// `undelivered` error. - Returns: the connections it was queued on.
-  private nonisolated func writeDirectly(_ id: UInt64, _ body: [UInt8], timestamp: UInt64, route: DirectRoute) -> [ConnectionID] {
+  /// Encodes a message onto its direct sessions' connections.
+  /// - Returns: the connections it was queued on, and an `undelivered` error for each that
+  ///   refused it (for the caller to publish).
+  private nonisolated func writeDirectly(_ id: UInt64, _ body: [UInt8], timestamp: UInt64, route: DirectRoute) -> (
+    sent: [ConnectionID], refused: [SessionEvent]
+  ) {
     let message = Frame.Message(id: id, sender: configuration.peer.id, timestamp: timestamp, recipients: route.addressed, body: body)
     var sent: [ConnectionID] = []
+    var refused: [SessionEvent] = []
     for (peerID, connection) in route.targets {
       switch connection.send(message: message) {
       case .queued: sent.append(connection.id)
-      case .full:
-        publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .queueFull)))
-      case .closed:
-        publish(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .connectionClosed(.closedWhileClosing))))
+      case .full: refused.append(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .queueFull)))
+      case .closed: refused.append(.error(.undelivered(messageID: id, peer: nil, peerID: peerID, reason: .connectionClosed(.closedWhileClosing))))
       }
     }
-    return sent
+    return (sent, refused)
   }
 
   /// Records the messages ``sendDirectly`` wrote (before anything from the wire is handled).
@@ -428,7 +434,9 @@ public actor NearbySession {
           waitingForSpace.insert(full.id)
           break
         }
-        machine.recordSent(entry.id, on: writeDirectly(entry.id, entry.body, timestamp: entry.timestamp, route: route), now: time)
+        let (sent, refused) = writeDirectly(entry.id, entry.body, timestamp: entry.timestamp, route: route)
+        machine.recordSent(entry.id, on: sent, now: time)
+        for event in refused { publish(event) }
         sentBytes += entry.body.count
         backlogStart += 1
         continue

@@ -119,4 +119,35 @@ struct ThroughputTests {
     try await alice.stop()
     try await bob.stop()
   }
+
+  /// A refused send is reported to the handler on the sending thread; the handler may send
+  /// again from there (the refusal is published after the send path's lock is released).
+  @Test(.timeLimit(.minutes(1)))
+  func anEventHandlerMaySendAgainWhenASendIsRefused() async throws {
+    let alice = try await RunningSession.start("alice") { $0.maximumQueuedBytes = 64 * 1024 }
+    // Connects, is accepted, and never reads: alice's queue for it fills up.
+    let silent = try SilentPeer(connectingTo: alice.port)
+    let peer = try await alice.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
+    let refusals = Mutex(0)
+    let session = alice.session
+    session.setEventHandler { event in
+      guard case .error(.undelivered(_, _, _, let reason)) = event, case .queueFull = reason else { return }
+      if refusals.withLock({ count in
+        count += 1
+        return count == 1
+      }) {
+        session.send([1], to: .peers([peer.id]))
+      }
+    }
+    let body = [UInt8](repeating: 7, count: 65_536)
+    var sent = 0
+    while refusals.withLock({ $0 }) == 0, sent < 5000 {
+      session.send(body, to: .peers([peer.id]))
+      sent += 1
+    }
+    #expect(refusals.withLock { $0 } == 2, "the send refused first, then the handler's own")
+    _ = silent
+    session.setEventHandler(nil)
+    try await alice.stop()
+  }
 }
