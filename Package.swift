@@ -46,7 +46,7 @@ let package = Package(
     .target(name: "NearbyCommandLine", swiftSettings: strict),
     .target(
       name: "NearbyChat",
-      dependencies: ["Nearby", "NearbyCore", "CNearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "CNearbySystem"],
       swiftSettings: strict
     ),
     .target(

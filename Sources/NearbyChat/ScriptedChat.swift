@@ -1,4 +1,5 @@
 import Nearby
+import NearbyTransport
 import Synchronization
 
 #if canImport(Glibc)

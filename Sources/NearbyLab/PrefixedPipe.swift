@@ -1,4 +1,5 @@
 import NearbyChat
+import NearbyTransport
 import Synchronization
 
 #if canImport(Glibc)
@@ -48,54 +49,6 @@ final class PrefixedPipe: Sendable {
   }
 
   private func start(fd: Int32, line: @escaping @Sendable (String) -> Void) {
-    let box = Unmanaged.passRetained(PipeReaderBox(fd: fd, line: line, done: { [self] in finished.store(true, ordering: .releasing) }))
-    var thread = pthread_t()
-    let created = pthread_create(
-      &thread, nil,
-      { context in
-        let box = Unmanaged<PipeReaderBox>.fromOpaque(context!).takeRetainedValue()
-        box.run()
-        return nil
-      }, box.toOpaque())
-    if created == 0 {
-      pthread_detach(thread)
-    } else {
-      box.release()
-      close(fd)
-      finished.store(true, ordering: .releasing)
-    }
-  }
-}
-
-private final class PipeReaderBox: @unchecked Sendable {
-  let fd: Int32
-  let line: @Sendable (String) -> Void
-  let done: @Sendable () -> Void
-
-  init(fd: Int32, line: @escaping @Sendable (String) -> Void, done: @escaping @Sendable () -> Void) {
-    self.fd = fd
-    self.line = line
-    self.done = done
-  }
-
-  func run() {
-    var pending: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 16384)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if count < 0 && errno == EINTR { continue }
-      if count <= 0 { break }
-      for byte in buffer[0..<count] {
-        if byte == UInt8(ascii: "\n") {
-          line(String(decoding: pending, as: UTF8.self))
-          pending.removeAll(keepingCapacity: true)
-        } else if pending.count < 65536 {
-          pending.append(byte)
-        }
-      }
-    }
-    if !pending.isEmpty { line(String(decoding: pending, as: UTF8.self)) }
-    close(fd)
-    done()
+    LineReader.read(fd: fd, maximumLineBytes: 65536, closeAtEnd: true, line: line) { [self] in finished.store(true, ordering: .releasing) }
   }
 }

@@ -4,6 +4,7 @@ import NearbyBench
 import NearbyChat
 import NearbyCommandLine
 import NearbyLab
+import NearbyTransport
 
 #if canImport(Glibc)
   import Glibc

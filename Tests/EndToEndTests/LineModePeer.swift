@@ -52,7 +52,7 @@ final class LineModePeer: Sendable {
     close(inputPipe[0])
     close(outputPipe[1])
     input = inputPipe[1]
-    output = Recorder(Self.lines(of: outputPipe[0]))
+    output = Recorder(LineReader.lines(fd: outputPipe[0], closeAtEnd: true))
   }
 
   /// Sends one line to the chat.
@@ -77,29 +77,5 @@ final class LineModePeer: Sendable {
     let status = await process.wait()
     watchdog.cancel()
     return status
-  }
-
-  private static func lines(of fd: Int32) -> AsyncStream<String> {
-    let (stream, continuation) = AsyncStream.makeStream(of: String.self)
-    Thread.detachNewThread {
-      var pending: [UInt8] = []
-      var buffer = [UInt8](repeating: 0, count: 4096)
-      while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        if count <= 0 { break }
-        for byte in buffer[0..<count] {
-          if byte == UInt8(ascii: "\n") {
-            continuation.yield(String(decoding: pending, as: UTF8.self))
-            pending.removeAll()
-          } else {
-            pending.append(byte)
-          }
-        }
-      }
-      close(fd)
-      continuation.finish()
-    }
-    return stream
   }
 }
