@@ -31,56 +31,26 @@ extension BenchRunner {
     let id = "bench\(UInt16.random(in: 0...UInt16.max))"
     let up = try ChildProcess(lan, ["up", id, "adv,brw"], standardInput: .null, standardOutput: .descriptor(2), standardError: .inherit)
     guard await up.wait() == 0 else { throw BenchError("scripts/lan up \(id) failed") }
+    let advertising = CommandHost(lan: lan, id: id, host: "adv")
+    let browsing = CommandHost(lan: lan, id: id, host: "brw")
     var ours: [Duration] = []
     var theirs: [Duration] = []
-    let clock = ContinuousClock()
     do {
       for round in 0..<rounds {
         // Ours: `nearby browse` on one host, `nearby relay` (an advertiser that needs no
         // terminal) started on the other.
         let type = "_bench\(round)x\(String(UInt16.random(in: 0...UInt16.max), radix: 16))._tcp"
-        let found = try OutputPipe()
-        let browse = try ChildProcess(
-          lan, ["exec", id, "brw", "--", nearby, "browse", "--json", "--service", type], standardInput: .null,
-          standardOutput: .descriptor(found.write), standardError: .null)
-        found.closeWrite()
-        try await Task.sleep(for: .seconds(1))
-        let stateDirectory = "/tmp/nearby-bench-\(id)-\(round)"
-        let start = clock.now
-        let advertiser = try ChildProcess(
-          lan, ["exec", id, "adv", "--", nearby, "relay", "--name", "bench\(round)", "--service", type, "--state-dir", stateDirectory],
-          standardInput: .null, standardOutput: .null, standardError: .null)
-        guard await found.waitForLine(startingWith: "{\"event\":\"found\"", within: .seconds(20)) else {
-          throw BenchError("nearby browse on one host did not find the advertiser on the other within 20 s")
-        }
-        ours.append(clock.now - start)
-        for child in [advertiser, browse] { child.terminate() }
-        for child in [advertiser, browse] { _ = await child.wait() }
-
-        let avahiType = "_avb\(round)x\(String(UInt16.random(in: 0...UInt16.max), radix: 16))._tcp"
-        let resolved = try OutputPipe()
-        let avahiBrowse = try ChildProcess(
-          lan, ["exec", id, "brw", "--", "avahi-browse", "-rp", avahiType], standardInput: .null, standardOutput: .descriptor(resolved.write),
-          standardError: .null)
-        resolved.closeWrite()
-        try await Task.sleep(for: .seconds(1))
-        let publishStart = clock.now
-        let publish = try ChildProcess(
-          lan, ["exec", id, "adv", "--", "avahi-publish", "-s", "bench\(round)", avahiType, "9", "id=x"], standardInput: .null,
-          standardOutput: .null, standardError: .null)
-        guard await resolved.waitForLine(startingWith: "=", within: .seconds(20)) else {
-          throw BenchError("avahi-browse on one host did not resolve avahi-publish on the other within 20 s")
-        }
-        theirs.append(clock.now - publishStart)
-        for child in [publish, avahiBrowse] { child.terminate() }
-        for child in [publish, avahiBrowse] { _ = await child.wait() }
+        ours.append(
+          try await timeUntilFound(
+            browse: browsing, [nearby, "browse", "--json", "--service", type], line: "{\"event\":\"found\"", publish: advertising,
+            [nearby, "relay", "--name", "bench\(round)", "--service", type, "--state-dir", "/tmp/nearby-bench-\(id)-\(round)"]))
+        theirs.append(try await avahiRound(round, browse: browsing, publish: advertising))
       }
     } catch {
-      _ = await (try? ChildProcess(lan, ["down", id], standardInput: .null, standardOutput: .null, standardError: .inherit))?.wait()
+      await advertising.down()
       throw error
     }
-    let down = try ChildProcess(lan, ["down", id], standardInput: .null, standardOutput: .null, standardError: .inherit)
-    _ = await down.wait()
+    await advertising.down()
     return discoveryResult(ours, theirs, figure: "advertise → found on another host (resolved), p50")
   }
 
@@ -105,25 +75,52 @@ extension BenchRunner {
       ours.append(clock.now - start)
       advertiser.finish()
       browser.finish()
-
-      let avahiType = "_avb\(round)x\(UInt16.random(in: 0...UInt16.max))._tcp"
-      let pipe = try OutputPipe()
-      let browse = try ChildProcess(
-        "avahi-browse", ["-rp", avahiType], standardInput: .null, standardOutput: .descriptor(pipe.write), standardError: .null)
-      pipe.closeWrite()
-      try await Task.sleep(for: .milliseconds(300))
-      let publishStart = clock.now
-      let publish = try ChildProcess(
-        "avahi-publish", ["-s", "bench\(round)", avahiType, "9", "id=x"], standardInput: .null, standardOutput: .null, standardError: .null)
-      _ = await pipe.waitForLine(startingWith: "=", within: .seconds(20))
-      theirs.append(clock.now - publishStart)
-      publish.terminate()
-      browse.terminate()
-      _ = await publish.wait()
-      _ = await browse.wait()
+      theirs.append(try await avahiRound(round, browse: CommandHost(), publish: CommandHost()))
     }
     await loop.shutdown()
     return discoveryResult(ours, theirs, figure: "advertise → found on the same host (resolved), p50")
+  }
+
+  /// The baseline: `avahi-publish` started on one host → `avahi-browse -r` resolving it.
+  private func avahiRound(_ round: Int, browse: CommandHost, publish: CommandHost) async throws -> Duration {
+    let type = "_avb\(round)x\(String(UInt16.random(in: 0...UInt16.max), radix: 16))._tcp"
+    return try await timeUntilFound(
+      browse: browse, ["avahi-browse", "-rp", type], line: "=", publish: publish, ["avahi-publish", "-s", "bench\(round)", type, "9", "id=x"])
+  }
+
+  /// Starts a browsing command, gives it a second to start, then starts a publishing one.
+  /// - Returns: the time from starting the publisher until the browser prints a line
+  ///   starting with `line`.
+  private func timeUntilFound(browse: CommandHost, _ browser: [String], line prefix: String, publish: CommandHost, _ publisher: [String])
+    async throws -> Duration
+  {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { throw BenchError("pipe failed: \(String(cString: strerror(errno)))") }
+    let lines = LineReader.lines(fd: fds[0], closeAtEnd: true)
+    let browsing = try browse.start(browser, standardOutput: .descriptor(fds[1]))
+    close(fds[1])
+    try await Task.sleep(for: .seconds(1))
+    let clock = ContinuousClock()
+    let start = clock.now
+    let publishing = try publish.start(publisher, standardOutput: .null)
+    let found = await withTaskGroup(of: Bool.self) { group in
+      group.addTask {
+        for await line in lines where line.hasPrefix(prefix) { return true }
+        return false
+      }
+      group.addTask {
+        try? await Task.sleep(for: .seconds(20))
+        return false
+      }
+      let first = await group.next() ?? false
+      group.cancelAll()
+      return first
+    }
+    let elapsed = clock.now - start
+    for child in [publishing, browsing] { child.terminate() }
+    for child in [publishing, browsing] { _ = await child.wait() }
+    guard found else { throw BenchError("\(browser[0]) did not see what \(publisher[0]) published within 20 s") }
+    return elapsed
   }
 
   private func discoveryResult(_ ours: [Duration], _ theirs: [Duration], figure: String) -> [BenchmarkResult] {
@@ -136,54 +133,24 @@ extension BenchRunner {
   }
 }
 
-/// A pipe read on a thread of its own until a line with a prefix appears.
-final class OutputPipe: @unchecked Sendable {
-  let read: Int32
-  let write: Int32
+/// Where a benchmark command runs: here, or on a host of a LAN made with `scripts/lan up`.
+struct CommandHost {
+  var lan: String?
+  var id = ""
+  var host = ""
 
-  init() throws {
-    var fds: [Int32] = [0, 0]
-    guard pipe(&fds) == 0 else { throw BenchError("pipe failed") }
-    read = fds[0]
-    write = fds[1]
+  func start(_ command: [String], standardOutput: ChildProcess.Stream) throws -> ChildProcess {
+    guard let lan else {
+      return try ChildProcess(command[0], Array(command.dropFirst()), standardInput: .null, standardOutput: standardOutput, standardError: .null)
+    }
+    return try ChildProcess(lan, ["exec", id, host, "--"] + command, standardInput: .null, standardOutput: standardOutput, standardError: .null)
   }
 
-  func closeWrite() { close(write) }
-
-  /// Reads lines until one starts with `prefix` (true), or until end of file or `timeout`
-  /// (false); then closes the read end. On a thread of its own: the reads block.
-  func waitForLine(startingWith prefix: String, within timeout: Duration) async -> Bool {
-    let fd = read
-    let deadline = ContinuousClock.now + timeout
-    return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-      let thread = Thread {
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        var matched = false
-        reading: while true {
-          let left = deadline - ContinuousClock.now
-          guard left > .zero else { break }
-          var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-          let ready = poll(&entry, 1, Int32(left / .milliseconds(1)) + 1)
-          if ready < 0 && errno == EINTR { continue }
-          guard ready > 0, Glibc.read(fd, &byte, 1) == 1 else {
-            if ready == 0 { continue }
-            break
-          }
-          if byte == 10 {
-            if String(decoding: line, as: UTF8.self).hasPrefix(prefix) {
-              matched = true
-              break reading
-            }
-            line.removeAll()
-          } else {
-            line.append(byte)
-          }
-        }
-        close(fd)
-        continuation.resume(returning: matched)
-      }
-      thread.start()
+  /// Removes the LAN (everything running in it ends).
+  func down() async {
+    guard let lan, let remove = try? ChildProcess(lan, ["down", id], standardInput: .null, standardOutput: .null, standardError: .inherit) else {
+      return
     }
+    _ = await remove.wait()
   }
 }
