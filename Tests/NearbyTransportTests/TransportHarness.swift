@@ -121,34 +121,19 @@ func openFileDescriptors() -> Int {
 
 /// The number of threads of this process whose name starts with `prefix` (all if empty).
 func threadCount(named prefix: String = "") -> Int {
-  var count = 0
-  if let dir = opendir("/proc/self/task") {
-    while let entry = readdir(dir) {
-      let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-      if name.hasPrefix(".") { continue }
-      if prefix.isEmpty {
-        count += 1
-        continue
-      }
-      if let file = fopen("/proc/self/task/\(name)/comm", "r") {
-        var buffer = [CChar](repeating: 0, count: 64)
-        if fgets(&buffer, 64, file) != nil {
-          let comm = String(decoding: buffer.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-          if comm.hasPrefix(prefix) { count += 1 }
-        }
-        fclose(file)
-      }
-    }
-    closedir(dir)
-  }
-  return count
+  threadsOfThisProcess().filter { $0.name.hasPrefix(prefix) }.count
 }
 
 /// The scheduler states (`R` running or runnable, `S` sleeping, ...) of this process's
 /// threads named exactly `name`.
 func threadStates(named name: String) -> [Character] {
-  var states: [Character] = []
-  guard let dir = opendir("/proc/self/task") else { return states }
+  threadsOfThisProcess().filter { $0.name == name }.map(\.state)
+}
+
+/// This process's threads: name and scheduler state, from `/proc/self/task/*/stat`.
+func threadsOfThisProcess() -> [(name: String, state: Character)] {
+  var threads: [(name: String, state: Character)] = []
+  guard let dir = opendir("/proc/self/task") else { return threads }
   defer { closedir(dir) }
   while let entry = readdir(dir) {
     let task = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
@@ -157,13 +142,12 @@ func threadStates(named name: String) -> [Character] {
     var buffer = [CChar](repeating: 0, count: 512)
     guard fgets(&buffer, 512, file) != nil else { continue }
     let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    // "TID (COMM) STATE ...": the name may hold spaces and parentheses, the state follows the last ')'.
+    // "TID (NAME) STATE ...": the name may hold spaces and parentheses; the state follows the last ')'.
     guard let open = line.firstIndex(of: "("), let close = line.lastIndex(of: ")") else { continue }
-    guard line[line.index(after: open)..<close] == name else { continue }
-    let rest = line[line.index(after: close)...].drop { $0 == " " }
-    if let state = rest.first { states.append(state) }
+    guard let state = line[line.index(after: close)...].first(where: { $0 != " " }) else { continue }
+    threads.append((String(line[line.index(after: open)..<close]), state))
   }
-  return states
+  return threads
 }
 
 /// Samples ``threadStates(named:)`` every `interval` from `start + from` until `start + until`,
