@@ -30,7 +30,7 @@ let package = Package(
 
     .target(
       name: "NearbyTransport",
-      dependencies: ["NearbyCore", "CNearbySystem"],
+      dependencies: ["NearbyCore", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
     .target(
@@ -38,38 +38,51 @@ let package = Package(
       dependencies: ["NearbyCore", "NearbyTransport", "CDNSSD"],
       swiftSettings: strict
     ),
+    // The public API: `import Nearby`.
     .target(
       name: "Nearby",
       dependencies: ["NearbyCore", "NearbyTransport", "NearbyDiscovery"],
       swiftSettings: strict
     ),
+    // Processes, lines in and out, signals: what the commands, the lab and the tests share.
+    .target(name: "NearbySystem", dependencies: ["CNearbySystem"], swiftSettings: strict),
     .target(name: "NearbyCommandLine", swiftSettings: strict),
+    // The chat behind every front end: commands, the line chat, text and JSON output.
+    .target(name: "NearbyChat", dependencies: ["Nearby", "NearbySystem"], swiftSettings: strict),
+    // The terminal chat: model, line editor, keys, display width, terminal driver.
     .target(
-      name: "NearbyChat",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "CNearbySystem"],
+      name: "NearbyTerminalUI",
+      dependencies: ["NearbyChat", "Nearby", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
+    // Chat scripts: the language, its parser and its runner.
+    .target(name: "NearbyScript", dependencies: ["NearbyChat", "Nearby", "NearbySystem"], swiftSettings: strict),
+    // `nearby relay`: the relay service.
+    .target(name: "NearbyRelay", dependencies: ["Nearby", "NearbySystem"], swiftSettings: strict),
     .target(
       name: "NearbyBench",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "CNearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
     // `nearby lab`: several peers on private LANs built with scripts/lan.
     .target(
       name: "NearbyLab",
-      dependencies: ["NearbyTransport", "NearbyChat"],
+      dependencies: ["NearbySystem", "NearbyScript"],
       swiftSettings: strict
     ),
     .executableTarget(
       name: "nearby",
-      dependencies: ["Nearby", "NearbyChat", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench", "NearbyLab", "CNearbySystem"],
+      dependencies: [
+        "Nearby", "NearbyChat", "NearbyTerminalUI", "NearbyScript", "NearbyRelay", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench",
+        "NearbyLab", "NearbySystem", "CNearbySystem",
+      ],
       swiftSettings: strict
     ),
 
     // Helpers shared by the test targets (never part of a product).
     .target(
       name: "NearbyTestSupport",
-      dependencies: ["NearbyCore", "NearbyTransport"],
+      dependencies: ["NearbyCore", "NearbyTransport", "NearbySystem"],
       path: "Tests/NearbyTestSupport",
       swiftSettings: strict
     ),
@@ -85,17 +98,27 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyDiscoveryTests",
-      dependencies: ["NearbyDiscovery", "NearbyCore", "NearbyTransport", "NearbyTestSupport"],
+      dependencies: ["NearbyDiscovery", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "NearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(
       name: "NearbyTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyChat"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyRelay", "NearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(
       name: "NearbyChatTests",
-      dependencies: ["NearbyChat", "Nearby", "NearbyCore"],
+      dependencies: ["NearbyChat", "Nearby", "NearbyCore", "NearbySystem"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyTerminalUITests",
+      dependencies: ["NearbyTerminalUI", "NearbyChat", "Nearby", "NearbyCore", "NearbySystem"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyScriptTests",
+      dependencies: ["NearbyScript", "NearbyChat", "Nearby", "NearbyCore"],
       swiftSettings: strict
     ),
     .testTarget(
@@ -111,7 +134,7 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
   ]

@@ -1,5 +1,6 @@
 import NearbyCore
 import NearbyDiscovery
+import NearbySystem
 import NearbyTransport
 import Synchronization
 

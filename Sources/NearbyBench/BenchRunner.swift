@@ -1,5 +1,6 @@
 import CNearbySystem
 import Nearby
+import NearbySystem
 import NearbyTransport
 
 #if canImport(Glibc)

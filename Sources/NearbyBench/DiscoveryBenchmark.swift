@@ -1,5 +1,6 @@
 import Nearby
 import NearbyDiscovery
+import NearbySystem
 import NearbyTransport
 
 #if canImport(Glibc)

@@ -68,7 +68,7 @@ public enum ChatCommand: Equatable, Sendable {
     """
 }
 
-func editDistance(_ a: String, _ b: String) -> Int {
+package func editDistance(_ a: String, _ b: String) -> Int {
   let a = Array(a)
   let b = Array(b)
   if a.isEmpty { return b.count }
@@ -85,7 +85,7 @@ func editDistance(_ a: String, _ b: String) -> Int {
 }
 
 extension String {
-  var trimmed: String {
+  package var trimmed: String {
     var text = Substring(self)
     while let first = text.first, first.isWhitespace { text = text.dropFirst() }
     while let last = text.last, last.isWhitespace { text = text.dropLast() }
@@ -93,7 +93,7 @@ extension String {
   }
 
   /// The first word and the rest, trimmed. A word in double quotes may contain spaces.
-  func splitFirstWord() -> (String, String) {
+  package func splitFirstWord() -> (String, String) {
     let text = trimmed
     if text.hasPrefix("\""), let close = text.dropFirst().firstIndex(of: "\"") {
       let word = String(text[text.index(after: text.startIndex)..<close])

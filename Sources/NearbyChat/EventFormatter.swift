@@ -1,4 +1,5 @@
 import Nearby
+import NearbySystem
 
 /// Turns session events into one line each: text for people, or a JSON object for scripts.
 public struct EventFormatter: Sendable {
@@ -23,17 +24,17 @@ public struct EventFormatter: Sendable {
     return out
   }
 
-  static func peerJSON(_ peer: Peer) -> JSONValue {
+  package static func peerJSON(_ peer: Peer) -> JSONValue {
     .object([("id", .string(peer.id.hex)), ("name", .string(peer.name.value))])
   }
 
-  static func label(_ peer: Peer) -> String { "\(sanitize(peer.name.value)) (\(peer.id.shortHex))" }
+  package static func label(_ peer: Peer) -> String { "\(sanitize(peer.name.value)) (\(peer.id.shortHex))" }
 
-  static func infoText(_ info: DiscoveryInfo) -> String {
+  package static func infoText(_ info: DiscoveryInfo) -> String {
     info.isEmpty ? "" : " [" + info.map { "\(sanitize($0.key))=\(sanitize($0.value))" }.joined(separator: " ") + "]"
   }
 
-  static func clock(_ milliseconds: UInt64) -> String {
+  package static func clock(_ milliseconds: UInt64) -> String {
     var seconds = time_t(milliseconds / 1000)
     var parts = tm()
     localtime_r(&seconds, &parts)
@@ -62,7 +63,7 @@ public struct EventFormatter: Sendable {
     json ? formatJSON(event)?.encoded : formatText(event)
   }
 
-  func formatText(_ event: SessionEvent) -> String? {
+  package func formatText(_ event: SessionEvent) -> String? {
     switch event {
     case .found(let peer): return Self.discoveredText("found", peer)
     case .updated(let peer): return Self.discoveredText("updated", peer)
@@ -99,7 +100,7 @@ public struct EventFormatter: Sendable {
     }
   }
 
-  func formatJSON(_ event: SessionEvent) -> JSONValue? {
+  package func formatJSON(_ event: SessionEvent) -> JSONValue? {
     func object(_ name: String, _ members: [(String, JSONValue)]) -> JSONValue { .object([("event", .string(name))] + members) }
     switch event {
     case .found(let peer): return Self.discoveredJSON("found", peer)

@@ -1,4 +1,5 @@
 import Nearby
+import NearbySystem
 
 /// The options of `nearby chat`, validated.
 public struct ChatOptions: Sendable {
@@ -143,7 +144,7 @@ public actor LineChat {
   // MARK: Input
 
   /// Handles one input line. - Returns: whether the chat is quitting.
-  func handle(line: String) async -> Bool {
+  package func handle(line: String) async -> Bool {
     let command = ChatCommand.parse(line)
     switch command {
     case .empty: break
@@ -232,7 +233,7 @@ public actor LineChat {
     drainWaiter = nil
   }
 
-  func quit() async {
+  package func quit() async {
     guard !quitting else { return }
     quitting = true
     await session.shutdown()

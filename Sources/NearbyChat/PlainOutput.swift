@@ -1,4 +1,5 @@
 import Nearby
+import NearbySystem
 
 /// The line-mode output: one line of text (or one JSON object) per chat line, written as it
 /// happens.

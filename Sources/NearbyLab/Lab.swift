@@ -1,4 +1,5 @@
-import NearbyChat
+import NearbyScript
+import NearbySystem
 import NearbyTransport
 
 #if canImport(Glibc)

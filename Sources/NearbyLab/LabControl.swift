@@ -1,3 +1,4 @@
+import NearbySystem
 import NearbyTransport
 import Synchronization
 

@@ -1,6 +1,7 @@
 import CNearbySystem
 import Dispatch
 import NearbyCore
+import NearbySystem
 import Synchronization
 
 #if canImport(Glibc)

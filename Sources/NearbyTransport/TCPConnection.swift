@@ -1,5 +1,6 @@
 import CNearbySystem
 import NearbyCore
+import NearbySystem
 import Synchronization
 
 #if canImport(Glibc)

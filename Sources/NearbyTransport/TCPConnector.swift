@@ -1,5 +1,6 @@
 import CNearbySystem
 import NearbyCore
+import NearbySystem
 
 #if canImport(Glibc)
   import Glibc

@@ -4,6 +4,10 @@ import NearbyBench
 import NearbyChat
 import NearbyCommandLine
 import NearbyLab
+import NearbyRelay
+import NearbyScript
+import NearbySystem
+import NearbyTerminalUI
 import NearbyTransport
 
 #if canImport(Glibc)

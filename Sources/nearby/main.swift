@@ -1,6 +1,9 @@
 import Nearby
 import NearbyChat
 import NearbyCommandLine
+import NearbyRelay
+import NearbyScript
+import NearbySystem
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,6 @@
 import Nearby
 import NearbyChat
+import NearbySystem
 import Testing
 
 @Suite("Chat commands, peer names, output formatting")

@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import NearbyDiscovery
+import NearbySystem
 import NearbyTestSupport
 import NearbyTransport
 import Testing

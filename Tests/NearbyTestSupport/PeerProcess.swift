@@ -1,4 +1,5 @@
 import Foundation
+import NearbySystem
 import NearbyTransport
 import Synchronization
 

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbySystem
 import NearbyTransport
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Foundation
 import Nearby
-import NearbyChat
+import NearbyRelay
 import NearbyTestSupport
 import Testing
 

@@ -1,0 +1,256 @@
+import Nearby
+import NearbySystem
+
+/// `nearby relay`: a headless session that forwards messages between its peers, logging one
+/// `key=value` line per event on stderr and a stats line at a fixed interval.
+public actor RelayService {
+  public enum LogLevel: Int, Comparable, Sendable {
+    case debug = 0
+    case info = 1
+    case warning = 2
+    case error = 3
+
+    public init?(name: String) {
+      switch name {
+      case "debug": self = .debug
+      case "info": self = .info
+      case "warning": self = .warning
+      case "error": self = .error
+      default: return nil
+      }
+    }
+
+    var name: String {
+      switch self {
+      case .debug: "debug"
+      case .info: "info"
+      case .warning: "warning"
+      case .error: "error"
+      }
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+  }
+
+  let session: NearbySession
+  let log: OutputWriter
+  let level: LogLevel
+  let statsInterval: Duration?
+  let allowFile: String?
+  let connect: [Endpoint]
+  private var lastStats = RelayStatistics()
+  private var lastStatsAt = ContinuousClock.now
+
+  public init(
+    session: NearbySession, log: OutputWriter = .standardError, level: LogLevel, statsInterval: Duration?, allowFile: String?, connect: [Endpoint]
+  ) {
+    self.session = session
+    self.log = log
+    self.level = level
+    self.statsInterval = statsInterval
+    self.allowFile = allowFile
+    self.connect = connect
+  }
+
+  /// Reads an allow-list file: one peer id per line; `#` starts a comment.
+  /// - Throws: a message naming the file and the bad line.
+  public static func readAllowList(_ path: String) throws -> Set<PeerID> {
+    guard let file = fopen(path, "r") else {
+      throw RelayError("cannot read the allow-list \(path): \(String(cString: strerror(errno)))")
+    }
+    defer { fclose(file) }
+    var ids: Set<PeerID> = []
+    var number = 0
+    var line: UnsafeMutablePointer<CChar>?
+    var capacity = 0
+    defer { free(line) }
+    while getline(&line, &capacity, file) > 0 {
+      number += 1
+      var text = String(cString: line!)
+      if let hash = text.firstIndex(of: "#") { text = String(text[..<hash]) }
+      let trimmed = text.split(whereSeparator: \.isWhitespace).joined()
+      if trimmed.isEmpty { continue }
+      guard let id = PeerID(hex: trimmed) else {
+        throw RelayError("\(path) line \(number): '\(trimmed)' is not a peer id (32 hex digits)")
+      }
+      ids.insert(id)
+    }
+    return ids
+  }
+
+  /// Runs until SIGINT or SIGTERM. - Returns: the exit code.
+  public func run(signals: AsyncStream<Int32>?) async -> Int32 {
+    let session = self.session
+    var failure: (any Error)?
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask {
+        for await event in session.events { await self.record(event) }
+      }
+      if let signals {
+        group.addTask {
+          for await signal in signals {
+            switch signal {
+            case SIGINT, SIGTERM:
+              await self.write(.info, "shutdown", ["signal": signal == SIGINT ? "INT" : "TERM"])
+              await session.shutdown()
+            case SIGHUP:
+              await self.reloadAllowList()
+            default:
+              break
+            }
+          }
+        }
+      }
+      if let interval = statsInterval {
+        group.addTask {
+          while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            if Task.isCancelled { break }
+            await self.writeStats()
+          }
+        }
+      }
+      do {
+        try await session.run()
+      } catch {
+        failure = error
+      }
+      group.cancelAll()
+    }
+    if let failure {
+      write(.error, "failed", ["error": "\(failure)"])
+      return 1
+    }
+    write(.info, "stopped", [:])
+    return 0
+  }
+
+  private func reloadAllowList() async {
+    guard let allowFile else {
+      write(.info, "reload", ["allow": "none (no --allow file)"])
+      return
+    }
+    do {
+      let ids = try Self.readAllowList(allowFile)
+      await session.setAcceptPolicy(.none, allowList: ids)
+      write(.info, "reload", ["allow": allowFile, "peers": "\(ids.count)"])
+    } catch {
+      write(.error, "reload", ["error": "\(error)", "kept": "the previous allow-list"])
+    }
+  }
+
+  private func record(_ event: SessionEvent) async {
+    switch event {
+    case .status(.listening(let port)):
+      write(.info, "listening", ["port": "\(port)", "service": session.configuration.serviceType.type, "id": session.configuration.peer.id.hex])
+      for endpoint in connect { await session.invite(endpoints: [endpoint]) }
+    case .status(.advertised(let name)): write(.info, "advertised", ["name": name])
+    case .status(.advertisingFailed(let text)): write(.warning, "advertising", ["error": text])
+    case .status(.browsingFailed(let text)): write(.warning, "browsing", ["error": text])
+    case .status(.foreignService(let instance, let reason)): write(.debug, "foreign", ["instance": instance, "reason": reason])
+    case .status(.connectionRejected(let peer, let reason)): write(.warning, "rejected", fields(peer, ["reason": reason]))
+    case .found(let found): write(.info, "found", fields(found.peer, ["host": found.hostName]))
+    case .updated(let found): write(.debug, "updated", fields(found.peer))
+    case .lost(let peer): write(.info, "lost", fields(peer))
+    case .invitation(let invitation):
+      // A relay never asks: an invitation only waits when the policy is "ask" (not offered).
+      write(.info, "invitation", fields(invitation.peer))
+    case .invitationWithdrawn(let peer, let reason): write(.debug, "invitation-withdrawn", fields(peer, ["reason": reason]))
+    case .connecting(let peer): write(.debug, "connecting", fields(peer))
+    case .connected(let peer): write(.info, "connected", fields(peer))
+    case .declined(let peer, let reason): write(.info, "declined", fields(peer, ["reason": "\(reason)"]))
+    case .disconnected(let peer, let reason): write(.info, "disconnected", fields(peer, ["reason": "\(reason)"]))
+    case .message(let message): write(.debug, "message", fields(message.from, ["bytes": "\(message.body.count)"]))
+    case .delivered(let id, let peer): write(.debug, "delivered", fields(peer, ["message": "\(id)"]))
+    case .reachable(let peer, let relay): write(.info, "reachable", fields(peer, ["via": relay.id.hex]))
+    case .unreachable(let peer): write(.info, "unreachable", fields(peer))
+    case .error(let error): write(.warning, "error", ["error": error.description])
+    }
+  }
+
+  private func fields(_ peer: Peer?, _ extra: [String: String] = [:]) -> [String: String] {
+    var result = peerFields(peer)
+    result.merge(extra) { $1 }
+    return result
+  }
+
+  private func peerFields(_ peer: Peer?) -> [String: String] {
+    guard let peer else { return [:] }
+    return ["peer": peer.name.value, "id": peer.id.hex]
+  }
+
+  private func writeStats() async {
+    let stats = await session.relayStatistics
+    let peers = await session.connectedPeers.count
+    let relayed = await session.relayedPeers.count
+    let depths = await session.queueDepths
+    let now = ContinuousClock.now
+    let seconds = max(Double((now - lastStatsAt).components.attoseconds) / 1e18 + Double((now - lastStatsAt).components.seconds), 0.001)
+    func rate(_ current: UInt64, _ previous: UInt64) -> String {
+      let value = Double(current &- previous) / seconds
+      return String(Int((value * 10).rounded())).inserting(decimalPointAt: 1)
+    }
+    write(
+      .info, "stats",
+      [
+        "peers": "\(peers)", "relayed_peers": "\(relayed)",
+        "messages_per_s": rate(stats.forwardedMessages, lastStats.forwardedMessages),
+        "bytes_per_s": rate(stats.forwardedBytes, lastStats.forwardedBytes),
+        "queued_bytes_max": "\(depths.first ?? 0)", "queued_bytes_total": "\(depths.reduce(0, +))",
+        "forwarded": "\(stats.forwardedMessages)", "dropped_duplicate": "\(stats.duplicatesDropped)",
+        "dropped_unknown_recipient": "\(stats.unknownRecipients)", "dropped_hop_limit": "\(stats.hopLimitDrops)",
+        "dropped_queue_full": "\(stats.queueFullDrops)",
+      ])
+    lastStats = stats
+    lastStatsAt = now
+  }
+
+  /// `ts=... level=info event=connected peer=bob id=...`: stable keys, values quoted when
+  /// they contain spaces, quotes or control characters.
+  func write(_ level: LogLevel, _ event: String, _ fields: [String: String]) {
+    guard level >= self.level else { return }
+    var line = "ts=\(Self.timestamp()) level=\(level.name) event=\(event)"
+    let order = ["peer", "id", "via", "host", "port", "service", "name", "reason", "error", "signal", "allow"]
+    let keys = fields.keys.sorted { (order.firstIndex(of: $0) ?? 99, $0) < (order.firstIndex(of: $1) ?? 99, $1) }
+    for key in keys { line += " \(key)=\(Self.quote(fields[key]!))" }
+    log.line(line)
+  }
+
+  static func quote(_ value: String) -> String {
+    let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0.value != 0x7F }
+    if plain { return value }
+    return JSONValue.string(value).encoded
+  }
+
+  static func timestamp() -> String {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    var seconds = spec.tv_sec
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func pad(_ value: Int32, _ width: Int) -> String {
+      let text = String(value)
+      return String(repeating: "0", count: max(0, width - text.count)) + text
+    }
+    return
+      "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(spec.tv_nsec / 1_000_000), 3))Z"
+  }
+}
+
+/// A relay configuration problem, described for the operator.
+public struct RelayError: Error, CustomStringConvertible {
+  public let description: String
+  public init(_ description: String) { self.description = description }
+}
+
+extension String {
+  /// "123" with one decimal: "12.3".
+  fileprivate func inserting(decimalPointAt digits: Int) -> String {
+    let padded = count <= digits ? String(repeating: "0", count: digits + 1 - count) + self : self
+    return padded.dropLast(digits) + "." + padded.suffix(digits)
+  }
+}
+
+#if canImport(Glibc)
+  import Glibc
+#endif

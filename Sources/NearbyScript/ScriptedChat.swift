@@ -1,0 +1,180 @@
+import Nearby
+import NearbyChat
+import NearbySystem
+import NearbyTransport
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// `nearby chat --script`: a ``LineChat`` driven by a ``ChatScript`` instead of a person.
+///
+/// The chat prints as in line mode (text or `--json`), and every line it shows is also
+/// recorded for the script's expectations. Script progress is printed between the chat's
+/// lines (`# 3: invite bob`, or `step` / `matched` JSON events).
+public enum ScriptedChat {
+  /// Runs the script to its end (or `quit`), then lets the chat finish as at end of input.
+  /// - Parameters:
+  ///   - file: the script's name for messages.
+  /// - Returns: the exit code: 0 when the script completed; 1 when an expectation timed out,
+  ///   a command was refused or the session failed (the reason is on `errors`); 128 + the
+  ///   signal when SIGINT or SIGTERM stopped it.
+  public static func run(
+    script: ChatScript, file: String, session: NearbySession, json: Bool, connect: [Endpoint] = [], signals: AsyncStream<Int32>?,
+    output: OutputWriter = .standardOutput, errors: OutputWriter = .standardError
+  ) async -> Int32 {
+    let log = ScriptEventLog()
+    let chat = LineChat(session: session, output: ScriptOutput(base: PlainOutput(writer: output, json: json), log: log), connect: connect)
+    let (input, inputContinuation) = AsyncStream.makeStream(of: String.self)
+    let (chatSignals, forwardSignal) = AsyncStream.makeStream(of: Int32.self)
+    let received = ReceivedSignal()
+    let runner = ChatScriptRunner(script: script, log: log, clock: ContinuousClock()) { progress in
+      output.line(render(progress, json: json))
+    }
+
+    enum Outcome: Sendable {
+      case chat(Int32)
+      case script(ChatScriptFailure?)
+    }
+    var chatCode: Int32 = 0
+    var scriptResult: ChatScriptFailure?? = .none
+    await withTaskGroup(of: Outcome?.self) { group in
+      group.addTask { .chat(await chat.run(input: input, signals: chatSignals)) }
+      group.addTask {
+        do throws(ChatScriptFailure) {
+          try await runner.run(LineChatDriver(chat: chat, input: inputContinuation))
+          return .script(nil)
+        } catch {
+          return .script(error)
+        }
+      }
+      if let signals {
+        group.addTask {
+          for await signal in signals where signal == SIGINT || signal == SIGTERM {
+            received.value.store(signal, ordering: .relaxed)
+            forwardSignal.yield(signal)
+          }
+          return nil
+        }
+      }
+      while let outcome = await group.next() {
+        switch outcome {
+        case .chat(let code):
+          chatCode = code
+          group.cancelAll()
+        case .script(let failure):
+          scriptResult = .some(failure)
+          if failure != nil { await chat.quit() }
+        case nil:
+          break
+        }
+      }
+    }
+    inputContinuation.finish()
+    forwardSignal.finish()
+
+    let signal = received.value.load(ordering: .relaxed)
+    switch scriptResult {
+    case .some(.none):
+      return chatCode
+    case .some(.some(let failure)) where failure.reason != .interrupted:
+      if json { output.line(failedJSON(failure, file: file)) }
+      errors.line("nearby chat: script failed: " + failure.formatted(file: file))
+      return 1
+    case .some(.some(let failure)):
+      if json { output.line(failedJSON(failure, file: file)) }
+      if signal != 0 {
+        errors.line("nearby chat: script \(file) stopped by \(signal == SIGINT ? "SIGINT" : "SIGTERM") at line \(failure.step.line)")
+        return 128 + signal
+      }
+      errors.line("nearby chat: script failed: " + failure.formatted(file: file))
+      return chatCode != 0 ? chatCode : 1
+    case .none:
+      errors.line("nearby chat: the chat ended before the script \(file) completed")
+      return chatCode != 0 ? chatCode : 1
+    }
+  }
+
+  static func render(_ progress: ScriptProgress, json: Bool) -> String {
+    switch progress {
+    case .started(let step):
+      if json { return JSONValue.object([("event", .string("step")), ("line", .number(Int64(step.line))), ("step", .string(step.source))]).encoded }
+      return "# \(step.line): \(EventFormatter.sanitize(step.source))"
+    case .matched(let step, _, let after):
+      if json {
+        return JSONValue.object([("event", .string("matched")), ("line", .number(Int64(step.line))), ("ms", .number(milliseconds(after)))]).encoded
+      }
+      return "# \(step.line): matched after \(ScriptDuration.elapsed(after))"
+    case .passed(let steps, let after):
+      if json {
+        return JSONValue.object([("event", .string("passed")), ("steps", .number(Int64(steps))), ("ms", .number(milliseconds(after)))]).encoded
+      }
+      return "# script passed: \(steps) steps in \(ScriptDuration.elapsed(after))"
+    }
+  }
+
+  static func failedJSON(_ failure: ChatScriptFailure, file: String) -> String {
+    JSONValue.object([
+      ("event", .string("failed")), ("line", .number(Int64(failure.step.line))), ("step", .string(failure.step.source)),
+      ("message", .string(failure.formatted(file: file))),
+    ]).encoded
+  }
+
+  static func milliseconds(_ duration: Duration) -> Int64 {
+    duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+  }
+}
+
+/// The last SIGINT or SIGTERM received (0: none).
+private final class ReceivedSignal: Sendable {
+  let value = Atomic<Int32>(0)
+}
+
+/// Prints chat lines through another output and records them for a script's expectations.
+public struct ScriptOutput: ChatOutput {
+  public let base: any ChatOutput
+  public let log: ScriptEventLog
+
+  public init(base: any ChatOutput, log: ScriptEventLog) {
+    self.base = base
+    self.log = log
+  }
+
+  public func show(_ line: ChatLine) {
+    base.show(line)
+    if let event = ScriptEvent(line) { log.record(event) }
+  }
+}
+
+/// Feeds a script's commands to a ``LineChat`` one at a time, each handled before the next;
+/// finishing ends its input, so the chat quits as at end of input.
+struct LineChatDriver: ScriptableChat {
+  let chat: LineChat
+  let input: AsyncStream<String>.Continuation
+
+  func perform(_ line: String) async { _ = await chat.handle(line: line) }
+
+  func finish() async { input.finish() }
+}
+
+/// Reads a script file (`-`: standard input) off the cooperative pool.
+public enum ChatScriptFile {
+  /// - Throws: ``ChatScriptFileError`` when the file cannot be opened.
+  public static func read(_ path: String) async throws(ChatScriptFileError) -> String {
+    let fd = path == "-" ? 0 : open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw ChatScriptFileError(path: path, reason: String(cString: strerror(errno))) }
+    defer { if fd != 0 { close(fd) } }
+    var info = stat()
+    if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { throw ChatScriptFileError(path: path, reason: "it is a directory") }
+    var lines: [String] = []
+    for await line in LineReader.lines(fd: fd) { lines.append(line) }
+    return lines.joined(separator: "\n")
+  }
+}
+
+public struct ChatScriptFileError: Error, Sendable, CustomStringConvertible {
+  public var path: String
+  public var reason: String
+  public var description: String { "cannot read the script \(path): \(reason)" }
+}

@@ -1,0 +1,57 @@
+import Nearby
+import NearbyChat
+
+/// What the terminal chat knows about other peers: who is found, connected and inviting,
+/// for the prompt's counts and for Tab completion. It follows the chat's lines and, to
+/// catch what no line reports (an invitation declined with /decline), snapshots of the
+/// session.
+public struct PeerRoster: Equatable, Sendable {
+  public private(set) var found: [PeerID: Peer] = [:]
+  public private(set) var connected: [PeerID: Peer] = [:]
+  public private(set) var inviting: [PeerID: Peer] = [:]
+  /// Peers reached through a relay.
+  public private(set) var relayed: [PeerID: Peer] = [:]
+
+  public init() {}
+
+  public mutating func apply(_ line: ChatLine) {
+    switch line {
+    case .event(let event): apply(event)
+    case .peers(let peers): found = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
+    case .who(let peers): connected = Dictionary(peers.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    case .invitations(let pending): inviting = Dictionary(pending.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
+    case .relayed(let peers): relayed = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
+    case .ready, .sent, .notice, .error: break
+    }
+  }
+
+  public mutating func apply(_ event: SessionEvent) {
+    switch event {
+    case .found(let discovered), .updated(let discovered): found[discovered.peer.id] = discovered.peer
+    case .lost(let peer): found[peer.id] = nil
+    case .invitation(let invitation): inviting[invitation.peer.id] = invitation.peer
+    case .invitationWithdrawn(let peer, _): inviting[peer.id] = nil
+    case .connected(let peer):
+      connected[peer.id] = peer
+      inviting[peer.id] = nil
+    case .disconnected(let peer, _): connected[peer.id] = nil
+    case .reachable(let peer, _): relayed[peer.id] = peer
+    case .unreachable(let peer): relayed[peer.id] = nil
+    default: break
+    }
+  }
+
+  /// Replaces everything with what the session reports.
+  public mutating func replace(found: [Peer], connected: [Peer], inviting: [Peer]) {
+    self.found = Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    self.connected = Dictionary(connected.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    self.inviting = Dictionary(inviting.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+  }
+
+  /// Every name known, sorted, without repeats (for completion).
+  public var names: [String] {
+    let all = Set(found.values.map(\.name.value)).union(connected.values.map(\.name.value)).union(inviting.values.map(\.name.value))
+      .union(relayed.values.map(\.name.value))
+    return all.sorted()
+  }
+}

@@ -1,0 +1,111 @@
+import NearbyChat
+import NearbyTerminalUI
+import Testing
+
+@Suite struct KeyDecoderTests {
+  func decode(_ text: String) -> [Key] {
+    var decoder = KeyDecoder()
+    return decoder.decode(Array(text.utf8))
+  }
+
+  @Test func printableTextIsOneKey() {
+    #expect(decode("hello wörld 日本") == [.text("hello wörld 日本")])
+  }
+
+  @Test func controlKeys() {
+    #expect(
+      decode("\u{01}\u{05}\u{02}\u{06}\u{15}\u{0B}\u{17}\u{19}\u{03}\u{04}\u{0C}\u{1A}\u{10}\u{0E}\t\r\u{7F}\u{08}") == [
+        .home, .end, .left, .right, .killToStart, .killToEnd, .killWordBackward, .yank, .interrupt, .endOfInput, .redraw, .suspend, .up,
+        .down, .tab, .enter, .backspace, .backspace,
+      ])
+  }
+
+  @Test func arrowsHomeEndDelete() {
+    #expect(decode("\u{1B}[A\u{1B}[B\u{1B}[C\u{1B}[D\u{1B}[H\u{1B}[F\u{1B}[3~") == [.up, .down, .right, .left, .home, .end, .delete])
+    #expect(decode("\u{1B}OH\u{1B}OF\u{1B}OA\u{1B}[1~\u{1B}[4~\u{1B}[7~\u{1B}[8~") == [.home, .end, .up, .home, .end, .home, .end])
+  }
+
+  @Test func wordMoves() {
+    #expect(
+      decode("\u{1B}b\u{1B}f\u{1B}[1;5D\u{1B}[1;5C\u{1B}[1;3D\u{1B}[1;3C") == [.wordLeft, .wordRight, .wordLeft, .wordRight, .wordLeft, .wordRight])
+    #expect(decode("\u{1B}d\u{1B}\u{7F}") == [.killWordForward, .killWordBackward])
+  }
+
+  @Test func carriageReturnLineFeedIsOneEnter() {
+    #expect(decode("a\r\nb\nc\r") == [.text("a"), .enter, .text("b"), .enter, .text("c"), .enter])
+  }
+
+  @Test func unknownSequencesAndControlsAreDropped() {
+    #expect(decode("a\u{1B}[15~b\u{1B}[200~c\u{1B}x\u{00}\u{1C}d") == [.text("a"), .text("b"), .text("c"), .text("d")].merged)
+    #expect(decode("\u{1B}[?1;2c") == [])
+    // C1 controls typed as UTF-8 never reach the line.
+    #expect(decode("a\u{9B}b") == [.text("ab")])
+  }
+
+  @Test func invalidUTF8BecomesReplacementCharacter() {
+    var decoder = KeyDecoder()
+    let keys = decoder.decode([0x61, 0xFF, 0x62])
+    #expect(keys == [.text("a\u{FFFD}b")])
+  }
+
+  @Test func sequencesSplitAnywhereDecodeTheSame() {
+    let input = Array("héllo\u{1B}[1;5D日本\u{1B}[3~\u{1B}b😀x\r\u{1B}[A".utf8)
+    var whole = KeyDecoder()
+    let expected = whole.decode(input).merged
+    for split in 1..<input.count {
+      var decoder = KeyDecoder()
+      let keys = decoder.decode(input[..<split]) + decoder.decode(input[split...])
+      #expect(keys.merged == expected, "split at \(split)")
+    }
+    var byteByByte = KeyDecoder()
+    var oneByOne: [Key] = []
+    for byte in input { oneByOne += byteByByte.decode([byte]) }
+    #expect(oneByOne.merged == expected)
+  }
+
+  @Test func loneEscapeWaitsThenFlushes() {
+    var decoder = KeyDecoder()
+    let first = decoder.decode([0x1B])
+    #expect(first == [])
+    #expect(decoder.isWaiting)
+    let flushed = decoder.flush()
+    #expect(flushed == [])
+    #expect(!decoder.isWaiting)
+    let next = decoder.decode(Array("b".utf8))
+    #expect(next == [.text("b")])
+  }
+
+  @Test func incompleteUTF8Waits() {
+    var decoder = KeyDecoder()
+    let bytes = Array("日".utf8)
+    let first = decoder.decode(bytes[..<2])
+    #expect(first == [])
+    #expect(decoder.isWaiting)
+    let rest = decoder.decode(bytes[2...])
+    #expect(rest == [.text("日")])
+  }
+
+  @Test func runawaySequenceIsDropped() {
+    var decoder = KeyDecoder()
+    let garbage = [0x1B, UInt8(ascii: "[")] + Array(repeating: UInt8(ascii: "1"), count: 40)
+    let dropped = decoder.decode(garbage)
+    #expect(dropped == [])
+    let next = decoder.decode(Array("ok".utf8))
+    #expect(next == [.text("ok")])
+  }
+}
+
+extension [Key] {
+  /// Adjacent text keys joined (how text is split into keys does not matter).
+  var merged: [Key] {
+    var result: [Key] = []
+    for key in self {
+      if case .text(let text) = key, case .text(let previous)? = result.last {
+        result[result.count - 1] = .text(previous + text)
+      } else {
+        result.append(key)
+      }
+    }
+    return result
+  }
+}
