@@ -41,12 +41,13 @@ let package = Package(
     // The public API: `import Nearby`.
     .target(
       name: "Nearby",
-      dependencies: ["NearbyCore", "NearbyTransport", "NearbyDiscovery"],
+      dependencies: ["NearbyCore", "NearbyTransport", "NearbyDiscovery", "NearbySystem"],
       swiftSettings: strict
     ),
     // Processes, lines in and out, signals: what the commands, the lab and the tests share.
     .target(name: "NearbySystem", dependencies: ["CNearbySystem"], swiftSettings: strict),
-    .target(name: "NearbyCommandLine", swiftSettings: strict),
+    // The argument parser and the `nearby` tool's commands and typed options.
+    .target(name: "NearbyCommandLine", dependencies: ["Nearby"], swiftSettings: strict),
     // The chat behind every front end: commands, the line chat, text and JSON output.
     .target(name: "NearbyChat", dependencies: ["Nearby", "NearbySystem"], swiftSettings: strict),
     // The terminal chat: model, line editor, keys, display width, terminal driver.

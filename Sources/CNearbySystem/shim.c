@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <sys/ioctl.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -44,6 +45,17 @@ int nearby_epoll_wait(int epfd, nearby_epoll_event *events, int max_events, int 
 }
 
 int nearby_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+int nearby_timerfd(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK); }
+
+int nearby_timerfd_arm(int fd, uint64_t deadline) {
+  struct itimerspec spec = {0};
+  if (deadline != 0) {
+    spec.it_value.tv_sec = (time_t)(deadline / 1000000000u);
+    spec.it_value.tv_nsec = (long)(deadline % 1000000000u);
+  }
+  return timerfd_settime(fd, deadline != 0 ? TFD_TIMER_ABSTIME : 0, &spec, NULL);
+}
 
 int nearby_eventfd_signal(int fd) {
   uint64_t one = 1;

@@ -1,17 +1,18 @@
 import NearbyCore
 
-/// How a ``NearbySession`` runs.
+/// How a ``NearbySession`` runs: who we are, how we answer invitations, and its limits.
 public struct SessionConfiguration: Sendable {
-  /// Who we are.
+  /// Who we are: the id (from ``PeerIdentity``) and the display name people see.
   public var peer: Peer
   public var serviceType: ServiceType = .default
+  /// Published in the TXT record; peers see it as ``Peer/info``.
   public var discoveryInfo = DiscoveryInfo()
   public var acceptPolicy: AcceptPolicy = .ask
   /// Peers whose invitations are always accepted.
   public var allowList: Set<PeerID> = []
   /// Publish our advertisement through DNS-SD.
   public var advertise = true
-  /// Browse for peers through DNS-SD.
+  /// Browse for peers through DNS-SD (``SessionEvent/found(_:)`` and friends).
   public var browse = true
   /// Report our own advertisement as a peer (for diagnostics).
   public var includeOwnAdvertisement = false
@@ -25,22 +26,36 @@ public struct SessionConfiguration: Sendable {
   /// After it handled something, the session's I/O thread polls for this long before it
   /// sleeps, so that an answer arriving meanwhile costs no wake-up. Zero (the default): no
   /// polling. Lowers round trips where waking a sleeping thread on another CPU is slow (seen
-  /// on small virtual machines: 150 µs round trips on loopback became 20–30 µs with 200 µs);
-  /// costs up to that much CPU time after each burst of traffic. At most one fewer loop than
-  /// there are CPUs polls at a time in one process.
+  /// on small virtual machines); costs up to that much CPU time after each burst of traffic.
+  /// At most one fewer loop than there are CPUs polls at a time in one process.
   public var busyPoll: Duration = .zero
-  /// The most bytes queued for one connection before messages to it are refused.
+  /// The most bytes queued for one connection; ``NearbySession/send(_:to:)`` waits beyond.
   public var maximumQueuedBytes = 4 << 20
+  /// Received messages from one connection that the application has not taken yet: beyond
+  /// this many bytes (or ``maximumUntakenMessages``) the session stops reading the
+  /// connection until the application catches up, and TCP slows the sender down.
+  public var maximumUntakenBytes = 4 << 20
+  /// See ``maximumUntakenBytes``.
+  public var maximumUntakenMessages = 4096
   /// Connected peers beyond which invitations are declined `busy`; `nil`: no limit.
   public var maximumPeers: Int?
   /// Handshaking connections beyond which new ones are refused with ERROR `busy`.
   public var maximumPendingConnections = 64
   /// Invitations waiting for an answer beyond which new ones are declined `busy`.
   public var maximumPendingInvitations = 32
-  /// Whether we are a relay (capability bit and TXT `relay=1`).
+  /// Whether we are a relay: we forward messages between our peers and tell them whom we
+  /// reach (capability bit and TXT `relay=1`).
   public var isRelay = false
   /// Invite every peer found through DNS-SD (a relay's `--connect-found`), with backoff.
   public var connectFound = false
 
-  public init(peer: Peer) { self.peer = peer }
+  /// - Parameters:
+  ///   - identity: who we are (``PeerIdentity/init(directory:)`` or ``PeerIdentity/ephemeral()``).
+  ///   - name: the display name people see.
+  public init(identity: PeerIdentity, name: DisplayName) {
+    self.peer = Peer(id: identity.peerID, name: name)
+  }
+
+  /// For tests and tools that make up a peer without an identity.
+  package init(peer: Peer) { self.peer = peer }
 }

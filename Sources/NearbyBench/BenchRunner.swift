@@ -1,7 +1,7 @@
 import CNearbySystem
 import Nearby
+import NearbyCore
 import NearbySystem
-import NearbyTransport
 
 #if canImport(Glibc)
   import Glibc
@@ -27,6 +27,13 @@ public struct BenchRunner: Sendable {
     if only.contains("probe") {
       let transport = try await TransportProbe.pingPong(rounds: 5000)
       progress("probe: transport-only ping-pong p50 \(transport.p50.microseconds) µs, p99 \(transport.p99.microseconds) µs")
+      let onLoops = try await TransportProbe.pingPongOnLoops(rounds: 10_000)
+      progress("probe: transport-only ping-pong answered on the I/O threads p50 \(onLoops.p50.microseconds) µs, p99 \(onLoops.p99.microseconds) µs")
+      let machine = try MachineProbe.nanosecondsPerMessage(count: 100_000)
+      progress("probe: state machines alone, one 64 B message and its acknowledgement: \(Int(machine)) ns")
+      let buffered = try await EventHubProbe.nanosecondsPerEvent(count: 200_000)
+      let woken = try await EventHubProbe.nanosecondsPerWakeUp(count: 200_000)
+      progress("probe: an event to a consumer on the session's executor: \(Int(buffered)) ns buffered, \(Int(woken)) ns when it waits")
     }
     // Memory first: the others leave freed heap behind that idle sessions would reuse,
     // which would make them look cheaper than they are.
@@ -45,8 +52,8 @@ public struct BenchRunner: Sendable {
   func pair(busyPoll: Duration = .zero) async throws -> (LocalSession, LocalSession) {
     let a = try await LocalSession.start("bench-a", busyPoll: busyPoll)
     let b = try await LocalSession.start("bench-b", busyPoll: busyPoll)
-    await a.session.invite(endpoints: [b.endpoint])
     var events = a.session.events.makeAsyncIterator()
+    await a.session.invite(endpoints: [b.endpoint])
     while let event = await events.next() {
       if case .connected = event { break }
       if case .error(let error) = event { throw BenchError("could not connect: \(error)") }
@@ -69,25 +76,25 @@ public struct BenchRunner: Sendable {
     let rounds = quick ? 1000 : 10_000
     let blocks = 5
     progress(
-      "latency: \(rounds) round trips of a 64-byte message each way (event handlers, with busy polling, events stream, raw TCP), in \(blocks) interleaved blocks"
+      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor, with busy polling, events in an ordinary task, raw TCP), in \(blocks) interleaved blocks"
     )
     // Interleaved blocks, each with fresh threads and sockets: where the scheduler puts a pair
     // of threads changes round trips several-fold on a small virtual machine, and each side
     // should see the same mix of placements.
-    var handlerTimes: [Duration] = []
+    var onLoopTimes: [Duration] = []
     var pollingTimes: [Duration] = []
-    var streamTimes: [Duration] = []
+    var pooledTimes: [Duration] = []
     var rawTimes: [Duration] = []
     let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
-      handlerTimes += try await latencyWithHandlers(rounds: rounds / blocks)
-      pollingTimes += try await latencyWithHandlers(rounds: rounds / blocks, busyPoll: .microseconds(200))
-      streamTimes += try await latencyWithStreams(rounds: rounds / blocks)
+      onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
+      pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: .microseconds(200))
+      pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false)
       rawTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
     }
-    let handlers = Percentiles(handlerTimes)
+    let onLoop = Percentiles(onLoopTimes)
     let polling = Percentiles(pollingTimes)
-    let stream = Percentiles(streamTimes)
+    let pooled = Percentiles(pooledTimes)
     let raw = Percentiles(rawTimes)
     func row(_ figure: String, _ ours: Duration, _ theirs: Duration) -> BenchmarkResult {
       BenchmarkResult(
@@ -95,63 +102,51 @@ public struct BenchRunner: Sendable {
         higherIsBetter: false)
     }
     return [
-      row("round trip 64 B, p50", handlers.p50, raw.p50), row("round trip 64 B, p99", handlers.p99, raw.p99),
-      row("round trip 64 B, max", handlers.max, raw.max),
+      row("round trip 64 B, p50", onLoop.p50, raw.p50), row("round trip 64 B, p99", onLoop.p99, raw.p99),
+      row("round trip 64 B, max", onLoop.max, raw.max),
       row("round trip 64 B, p50, busy polling 200 µs", polling.p50, raw.p50),
       row("round trip 64 B, p99, busy polling 200 µs", polling.p99, raw.p99),
-      row("round trip 64 B, p50, events stream", stream.p50, raw.p50), row("round trip 64 B, p99, events stream", stream.p99, raw.p99),
+      row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
+      row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
     ]
   }
 
-  /// Both peers handle events on their session's I/O thread (``NearbySession/setEventHandler(_:)``).
-  func latencyWithHandlers(rounds: Int, busyPoll: Duration = .zero) async throws -> [Duration] {
+  /// Round trips through the public API: A sends, B's event loop answers each message, A
+  /// waits for the answer in its event sequence. With `onSessionExecutor`, both consume
+  /// `events` in tasks that prefer their session's executor (the recommended way: no thread
+  /// switch per event); otherwise in ordinary tasks on Swift's thread pool.
+  func roundTrips(_ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration = .zero) async throws -> [Duration] {
     let (a, b) = try await pair(busyPoll: busyPoll)
     let body = [UInt8](repeating: 0x62, count: 64)
     let aID = a.peer.id
     let bID = b.peer.id
     let bSession = b.session
-    bSession.setEventHandler { event in
-      if case .message = event { bSession.send(body, to: .peers([aID])) }
-    }
-    let recorder = RoundTrips(rounds: rounds + 100)
     let aSession = a.session
-    let times: [Duration] = await withCheckedContinuation { continuation in
-      recorder.finished = continuation
-      aSession.setEventHandler { event in
-        guard case .message = event else { return }
-        if recorder.record() { aSession.send(body, to: .peers([bID])) }
-      }
-      recorder.start()
-      aSession.send(body, to: .peers([bID]))
-    }
-    await a.stop()
-    await b.stop()
-    return Array(times.dropFirst(100))
-  }
-
-  /// Both peers read ``NearbySession/events`` in ordinary tasks.
-  func latencyWithStreams(rounds: Int) async throws -> [Duration] {
-    let (a, b) = try await pair()
-    let body = [UInt8](repeating: 0x62, count: 64)
-    let aID = a.peer.id
-    let bID = b.peer.id
-    let echo = Task {
-      for await event in b.session.events {
-        if case .message = event { b.session.send(body, to: .peers([aID])) }
-      }
-    }
-    var events = a.session.events.makeAsyncIterator()
-    var times: [Duration] = []
-    times.reserveCapacity(rounds)
-    let clock = ContinuousClock()
-    for _ in 0..<rounds + 100 {
-      let start = clock.now
-      a.session.send(body, to: .peers([bID]))
+    // Subscribed before the tasks start, so that no message can pass before they listen.
+    let echoEvents = bSession.events.makeAsyncIterator()
+    let measureEvents = aSession.events.makeAsyncIterator()
+    let echo = Task(executorPreference: onSessionExecutor ? bSession.executor : nil) {
+      var events = echoEvents
       while let event = await events.next() {
-        if case .message = event { break }
+        if case .message = event { _ = try? await bSession.send(body, to: .peer(aID)) }
       }
-      times.append(clock.now - start)
     }
+    let measure = Task(executorPreference: onSessionExecutor ? aSession.executor : nil) { () -> [Duration] in
+      var events = measureEvents
+      var times: [Duration] = []
+      times.reserveCapacity(rounds + 100)
+      let clock = ContinuousClock()
+      for _ in 0..<rounds + 100 {
+        let start = clock.now
+        _ = try? await aSession.send(body, to: .peer(bID))
+        while let event = await events.next() {
+          if case .message = event { break }
+        }
+        times.append(clock.now - start)
+      }
+      return times
+    }
+    let times = await measure.value
     echo.cancel()
     await a.stop()
     await b.stop()
@@ -161,27 +156,41 @@ public struct BenchRunner: Sendable {
   // MARK: 2. Throughput
 
   /// Sends `count` messages of `size` bytes from A to B; the time until B's application has
-  /// the last one (B handles events on its I/O thread).
+  /// taken the last one. Both sides run on their session's executor; the sender's `send`
+  /// suspends whenever B's queue is full.
   func oneWay(size: Int, count: Int) async throws -> Duration {
     let (a, b) = try await pair()
     let body = [UInt8](repeating: 0x63, count: size)
     let bID = b.peer.id
-    // A's own events (delivered) are counted on its thread, so they do not pile up.
-    a.session.setEventHandler { _ in }
+    let aSession = a.session
+    let bSession = b.session
+    // A's own events (delivered) are consumed on its thread, so they do not pile up.
+    let aliceEvents = aSession.events.makeAsyncIterator()
+    let drain = Task(executorPreference: aSession.executor) {
+      var events = aliceEvents
+      while await events.next() != nil {}
+    }
     let clock = ContinuousClock()
-    let counter = Countdown(count)
-    let arrived: Task<ContinuousClock.Instant, Never> = Task {
-      await withCheckedContinuation { continuation in
-        counter.onZero = { continuation.resume(returning: clock.now) }
-        b.session.setEventHandler { event in
-          if case .message = event { counter.tick() }
+    let bobEvents = bSession.events.makeAsyncIterator()
+    let arrived = Task(executorPreference: bSession.executor) { () -> ContinuousClock.Instant in
+      var remaining = count
+      var events = bobEvents
+      while let event = await events.next() {
+        if case .message = event {
+          remaining -= 1
+          if remaining == 0 { break }
         }
       }
+      return clock.now
     }
     try await Task.sleep(for: .milliseconds(10))
     let start = clock.now
-    for _ in 0..<count { await a.session.sendWhenWritable(body, to: .peers([bID])) }
+    let sender = Task(executorPreference: aSession.executor) {
+      for _ in 0..<count { _ = try? await aSession.send(body, to: .peer(bID)) }
+    }
+    await sender.value
     let end = await arrived.value
+    drain.cancel()
     await a.stop()
     await b.stop()
     return end - start
@@ -302,7 +311,7 @@ public struct BenchRunner: Sendable {
     for _ in 0..<repeats {
       arrivals.reset(expecting: count)
       let start = clock.now
-      hub.session.send(body, to: .all)
+      _ = try? await hub.session.send(body, to: .all)
       await arrivals.waitForAll()
       times.append(clock.now - start)
     }
@@ -458,48 +467,6 @@ final class ArrivalCounter: @unchecked Sendable {
         waiter = continuation
         pthread_mutex_unlock(&lock)
       }
-    }
-  }
-}
-
-/// Round-trip times recorded on an I/O thread: each `record()` closes one and says whether
-/// another should start.
-final class RoundTrips: @unchecked Sendable {
-  let rounds: Int
-  var times: [Duration] = []
-  var started = ContinuousClock.now
-  var finished: CheckedContinuation<[Duration], Never>?
-
-  init(rounds: Int) {
-    self.rounds = rounds
-    times.reserveCapacity(rounds)
-  }
-
-  func start() { started = ContinuousClock.now }
-
-  func record() -> Bool {
-    let now = ContinuousClock.now
-    times.append(now - started)
-    started = now
-    if times.count == rounds {
-      finished?.resume(returning: times)
-      finished = nil
-      return false
-    }
-    return true
-  }
-}
-
-/// Counts down on one thread and calls `onZero` once.
-final class Countdown: @unchecked Sendable {
-  private var remaining: Int
-  var onZero: (() -> Void)?
-  init(_ count: Int) { remaining = count }
-  func tick() {
-    remaining -= 1
-    if remaining == 0 {
-      onZero?()
-      onZero = nil
     }
   }
 }

@@ -29,7 +29,7 @@ struct LocalSession: Sendable {
   let port: UInt16
 
   static func start(_ name: String, policy: AcceptPolicy = .all, busyPoll: Duration = .zero) async throws -> LocalSession {
-    var configuration = SessionConfiguration(peer: Peer(id: PeerID.random(), name: try DisplayName(name)))
+    var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName(name))
     configuration.busyPoll = busyPoll
     configuration.advertise = false
     configuration.browse = false

@@ -1,7 +1,5 @@
 import Nearby
-import NearbyDiscovery
 import NearbySystem
-import NearbyTransport
 
 #if canImport(Glibc)
   import Glibc
@@ -56,29 +54,30 @@ extension BenchRunner {
   }
 
   private func discoveryOnOneHost(rounds: Int) async throws -> [BenchmarkResult] {
-    let loop = try EventLoop()
     var ours: [Duration] = []
     var theirs: [Duration] = []
     let clock = ContinuousClock()
     for round in 0..<rounds {
       let type = try ServiceType("bench\(round)x\(UInt16.random(in: 0...UInt16.max))")
-      let browser = Browser(serviceType: type, loop: loop)
-      browser.start()
-      try await Task.sleep(for: .milliseconds(300))
-      let advertiser = try Advertiser(
-        advertisement: PeerAdvertisement(peer: Peer(id: PeerID.random(), name: try DisplayName("bench\(round)"))), serviceType: type, port: 9,
-        loop: loop)
-      let start = clock.now
-      advertiser.start()
-      for await event in browser.events {
-        if case .found = event { break }
+      let browser = NearbyBrowser(serviceType: type)
+      let peer = Peer(id: PeerIdentity.ephemeral().peerID, name: try DisplayName("bench\(round)"))
+      let advertiser = try NearbyAdvertiser(peer: peer, port: 9, serviceType: type)
+      let elapsed = try await withThrowingTaskGroup(of: Void.self) { group -> Duration in
+        var events = browser.events.makeAsyncIterator()
+        group.addTask { try await browser.run() }
+        try await Task.sleep(for: .milliseconds(300))
+        let start = clock.now
+        group.addTask { try await advertiser.run() }
+        while let event = await events.next() {
+          if case .found = event { break }
+        }
+        let elapsed = clock.now - start
+        group.cancelAll()
+        return elapsed
       }
-      ours.append(clock.now - start)
-      advertiser.finish()
-      browser.finish()
+      ours.append(elapsed)
       theirs.append(try await avahiRound(round, browse: CommandHost(), publish: CommandHost()))
     }
-    await loop.shutdown()
     return discoveryResult(ours, theirs, figure: "advertise → found on the same host (resolved), p50")
   }
 

@@ -1,4 +1,4 @@
-import Nearby
+import NearbyCore
 import NearbyTransport
 import Synchronization
 
@@ -28,7 +28,6 @@ enum TransportProbe {
         case .accepted(let c): server = c
         case .frames(_, let frames):
           for frame in frames { _ = server?.send(frame) }
-          server?.batchConsumed()
         default: break
         }
       }
@@ -40,10 +39,7 @@ enum TransportProbe {
       let start = clock.now
       _ = client!.send(frame)
       while let event = await clientEvents.next() {
-        if case .frames = event {
-          client!.batchConsumed()
-          break
-        }
+        if case .frames = event { break }
       }
       times.append(clock.now - start)
     }
@@ -53,5 +49,87 @@ enum TransportProbe {
     serverContinuation.finish()
     await loop.shutdown()
     return Percentiles(times)
+  }
+}
+
+extension TransportProbe {
+  /// Ping-pong through the transport alone with both ends answering on their I/O threads
+  /// (two loops, as two sessions have): the floor under the session's round trip.
+  static func pingPongOnLoops(rounds: Int) async throws -> Percentiles {
+    let serverLoop = try EventLoop(name: "probe-server")
+    let clientLoop = try EventLoop(name: "probe-client")
+    let counter = Atomic<UInt64>(1)
+    let times = Mutex<[Duration]>([])
+    let done = Gate()
+    let listener = try await TCPListener.bind(
+      host: "127.0.0.1", loop: serverLoop, nextID: { ConnectionID(counter.add(1, ordering: .relaxed).oldValue) },
+      sink: { event in
+        if case .frames(let id, let frames) = event {
+          for frame in frames { _ = ProbeConnections.shared.withLock { $0[id] }?.send(frame) }
+        } else if case .accepted(let connection) = event {
+          ProbeConnections.shared.withLock { $0[connection.id] = connection }
+        }
+      })
+    let clock = ContinuousClock()
+    let started = Mutex(clock.now)
+    let client = Mutex<TCPConnection?>(nil)
+    _ = TCPConnector.connect(
+      ConnectionID(1 << 62), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: clientLoop,
+      sink: { event in
+        switch event {
+        case .connected(let connection):
+          client.withLock { $0 = connection }
+          started.withLock { $0 = clock.now }
+          _ = connection.send(.ping(nonce: 1))
+        case .frames:
+          let now = clock.now
+          let count = times.withLock { times -> Int in
+            times.append(now - started.withLock { $0 })
+            return times.count
+          }
+          if count >= rounds {
+            done.open()
+          } else {
+            started.withLock { $0 = clock.now }
+            _ = client.withLock { $0 }?.send(.ping(nonce: 1))
+          }
+        default: break
+        }
+      })
+    await done.wait()
+    client.withLock { $0 }?.close(.now)
+    listener.close()
+    await clientLoop.shutdown()
+    await serverLoop.shutdown()
+    ProbeConnections.shared.withLock { $0 = [:] }
+    return Percentiles(times.withLock { $0 })
+  }
+}
+
+/// The probe server's connections, by id.
+enum ProbeConnections {
+  static let shared = Mutex<[ConnectionID: TCPConnection]>([:])
+}
+
+/// A one-shot signal for the probe (opened once, awaited once).
+final class Gate: Sendable {
+  private let state = Mutex<(open: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+  func open() {
+    let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+      state.open = true
+      defer { state.waiter = nil }
+      return state.waiter
+    }
+    waiter?.resume()
+  }
+  func wait() async {
+    await withCheckedContinuation { continuation in
+      let now = state.withLock { state -> Bool in
+        if state.open { return true }
+        state.waiter = continuation
+        return false
+      }
+      if now { continuation.resume() }
+    }
   }
 }

@@ -121,15 +121,15 @@ public struct EventFormatter: Sendable {
         "message",
         [
           ("from", Self.peerJSON(message.from)), ("text", .string(String(decoding: message.body, as: UTF8.self))),
-          ("id", .unsigned(message.id)), ("private", .bool(message.isPrivate)), ("timestamp", .unsigned(message.timestamp)),
+          ("id", .unsigned(message.id.rawValue)), ("private", .bool(message.isPrivate)), ("timestamp", .unsigned(message.timestamp)),
         ])
-    case .delivered(let id, let peer): return object("delivered", [("id", .unsigned(id)), ("peer", Self.peerJSON(peer))])
+    case .delivered(let id, let peer): return object("delivered", [("id", .unsigned(id.rawValue)), ("peer", Self.peerJSON(peer))])
     case .reachable(let peer, let relay): return object("reachable", [("peer", Self.peerJSON(peer)), ("via", Self.peerJSON(relay))])
     case .unreachable(let peer): return object("unreachable", [("peer", Self.peerJSON(peer))])
     case .error(let error):
       var members: [(String, JSONValue)] = [("message", .string(error.description))]
       if case .undelivered(let id, let peer, let peerID, _) = error {
-        members.append(("id", .unsigned(id)))
+        members.append(("id", .unsigned(id.rawValue)))
         members.append(("peer", peer.map(Self.peerJSON) ?? .object([("id", .string(peerID.hex))])))
       }
       return object("error", members)

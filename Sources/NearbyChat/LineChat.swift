@@ -23,12 +23,14 @@ public enum ChatLine: Sendable {
   case ready(Peer, port: UInt16, service: ServiceType)
   case event(SessionEvent)
   /// Our own message, queued for these peers.
-  case sent(id: UInt64, text: String, to: [Peer], isPrivate: Bool)
+  case sent(id: MessageID, text: String, to: [Peer], isPrivate: Bool)
+  /// Every recipient of one of our messages has answered (it was delivered, or failed).
+  case settled(DeliveryReport)
   case peers([DiscoveredPeer])
   case who([Peer])
   /// Peers reached through a relay (after /peers and /who).
   case relayed([RelayedPeer])
-  case invitations([IncomingInvitation])
+  case invitations([Invitation])
   /// Text from the chat itself (help, a hint).
   case notice(String)
   /// A command that could not be carried out, and what to do.
@@ -53,19 +55,22 @@ public protocol ChatOutput: Sendable {
 /// The chat behind every front end: every input line is a command or a message, and every
 /// event and answer goes to a ``ChatOutput``. It is the thin shell around a
 /// ``NearbySession`` that people (through the terminal UI) and scripts (through pipes) drive.
+/// What became of the messages it sent comes from the session (``NearbySession/delivery(of:)``),
+/// and is shown as ``ChatLine/settled(_:)``.
 public actor LineChat {
   let session: NearbySession
   let output: any ChatOutput
   let connect: [Endpoint]
-  /// Messages sent and not yet delivered or failed, per peer.
-  private var outstanding: [UInt64: Set<PeerID>] = [:]
-  private var drainWaiter: CheckedContinuation<Void, Never>?
   private var quitting = false
+  /// Messages whose settlement the front end wants to see (``ChatLine/settled(_:)``).
+  private let sentMessages: AsyncStream<MessageID>.Continuation
+  private let sentStream: AsyncStream<MessageID>
 
   public init(session: NearbySession, output: any ChatOutput, connect: [Endpoint] = []) {
     self.session = session
     self.output = output
     self.connect = connect
+    (sentStream, sentMessages) = AsyncStream.makeStream(of: MessageID.self)
   }
 
   /// Runs the chat until /quit, end of input (after pending messages settle) or a signal.
@@ -82,63 +87,57 @@ public actor LineChat {
 
   /// Like ``run(input:signals:)``, but throws the session's failure instead of printing it
   /// (the terminal chat prints it once the terminal is back to normal).
-  public func runSession(input: AsyncStream<String>, signals: AsyncStream<Int32>?) async throws {
+  /// - Parameters:
+  ///   - services: more tasks for the same group (a front end's own), cancelled when the
+  ///     session ends.
+  ///   - onSignal: replaces the default handling (SIGINT and SIGTERM quit the chat);
+  ///   returning `true` ends everything at once.
+  public func runSession(
+    input: AsyncStream<String>, signals: AsyncStream<Int32>?, alongside services: [ServiceGroup.Service] = [],
+    onSignal: (@Sendable (Int32) async -> Bool)? = nil
+  ) async throws {
     let session = self.session
-    var failure: (any Error)?
-    await withTaskGroup(of: Void.self) { group in
-      group.addTask {
-        for await event in session.events { await self.handle(event) }
-      }
-      group.addTask {
-        for await line in input {
-          if await self.handle(line: line) { return }
-        }
-        await self.endOfInput()
-      }
-      if let signals {
-        group.addTask {
-          for await signal in signals where signal == SIGINT || signal == SIGTERM {
-            await self.quit()
+    let sent = sentStream
+    let output = self.output
+    try await ServiceGroup(
+      main: .init("session") { try await session.run() },
+      alongside: [
+        .init("events") {
+          for await event in session.events { await self.handle(event) }
+        },
+        .init("input") {
+          for await line in input {
+            if await self.handle(line: line) { return }
           }
-        }
+          await self.endOfInput()
+        },
+        .init("deliveries") {
+          // Each message's outcome, as soon as it is known (out of order when peers differ).
+          await withTaskGroup(of: Void.self) { group in
+            for await id in sent {
+              group.addTask {
+                if let report = await session.delivery(of: id) { output.show(.settled(report)) }
+              }
+            }
+          }
+        },
+      ] + services,
+      signals: signals,
+      onSignal: onSignal ?? { signal in
+        if signal == SIGINT || signal == SIGTERM { await self.quit() }
+        return false
       }
-      do {
-        try await session.run()
-      } catch {
-        failure = error
-      }
-      group.cancelAll()
-    }
-    if let failure { throw failure }
+    ).run()
   }
 
   // MARK: Events
 
   func handle(_ event: SessionEvent) async {
-    switch event {
-    case .status(.listening(let port)):
+    if case .status(.listening(let port)) = event {
       output.show(.ready(session.configuration.peer, port: port, service: session.configuration.serviceType))
       for endpoint in connect { await session.invite(endpoints: [endpoint]) }
-    case .delivered(let id, let peer):
-      settle(id, peer.id)
-    case .error(.undelivered(let id, _, let peerID, _)):
-      settle(id, peerID)
-    case .disconnected(let peer, _):
-      for id in outstanding.keys { settle(id, peer.id) }
-    default:
-      break
     }
     output.show(.event(event))
-  }
-
-  private func settle(_ id: UInt64, _ peer: PeerID) {
-    guard outstanding[id] != nil else { return }
-    outstanding[id]!.remove(peer)
-    if outstanding[id]!.isEmpty { outstanding[id] = nil }
-    if outstanding.isEmpty, let waiter = drainWaiter {
-      drainWaiter = nil
-      waiter.resume()
-    }
   }
 
   // MARK: Input
@@ -199,43 +198,37 @@ public actor LineChat {
   }
 
   private func send(_ text: String, to recipients: Recipients) async {
-    let (id, peers) = await session.sendTracked(Array(text.utf8), to: recipients)
-    guard !peers.isEmpty else { return }
-    outstanding[id] = Set(peers.map(\.id))
-    var isPrivate = false
-    if case .peers = recipients { isPrivate = true }
-    output.show(.sent(id: id, text: text, to: peers, isPrivate: isPrivate))
+    let peers = await session.reachablePeers(for: recipients)
+    do {
+      let id = try await session.send(Array(text.utf8), to: recipients)
+      var isPrivate = false
+      if case .peers = recipients { isPrivate = true }
+      output.show(.sent(id: id, text: text, to: peers, isPrivate: isPrivate))
+      sentMessages.yield(id)
+    } catch {
+      // Not a refused command: like a message that reaches nobody, it is an error event.
+      output.show(.event(.error(.rejected(error.description))))
+    }
   }
 
   // MARK: Ending
 
   /// End of input: wait (at most 10 s) until every sent message is delivered or failed, then quit.
   func endOfInput() async {
-    if !outstanding.isEmpty {
-      await withTaskGroup(of: Void.self) { group in
-        group.addTask { await self.waitForDrain() }
-        group.addTask { try? await Task.sleep(for: .seconds(10)) }
-        await group.next()
-        group.cancelAll()
-        self.releaseDrainWaiter()
-      }
+    let session = self.session
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await session.waitForDeliveries() }
+      group.addTask { try? await Task.sleep(for: .seconds(10)) }
+      await group.next()
+      group.cancelAll()
     }
     await quit()
-  }
-
-  private func waitForDrain() async {
-    if outstanding.isEmpty { return }
-    await withCheckedContinuation { drainWaiter = $0 }
-  }
-
-  private func releaseDrainWaiter() {
-    drainWaiter?.resume()
-    drainWaiter = nil
   }
 
   package func quit() async {
     guard !quitting else { return }
     quitting = true
+    sentMessages.finish()
     await session.shutdown()
   }
 }

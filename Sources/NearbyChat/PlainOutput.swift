@@ -32,9 +32,12 @@ public struct PlainOutput: ChatOutput {
       return formatter.format(event)
     case .sent(let id, _, let peers, _):
       if json {
-        return JSONValue.object([("event", .string("sent")), ("id", .unsigned(id)), ("to", .array(peers.map(EventFormatter.peerJSON)))]).encoded
+        return JSONValue.object([("event", .string("sent")), ("id", .unsigned(id.rawValue)), ("to", .array(peers.map(EventFormatter.peerJSON)))])
+          .encoded
       }
       return "* sent #\(id) to \(peers.map(EventFormatter.label).joined(separator: ", "))"
+    case .settled:
+      return nil  // each recipient's answer was shown as it came (delivered, or an error)
     case .peers(let found):
       if json {
         return JSONValue.object([("event", .string("peers")), ("peers", .array(found.map { EventFormatter.discoveredJSON("found", $0) }))]).encoded

@@ -1,120 +1,218 @@
-/// The command tree of the `nearby` tool.
+import Nearby
+
+/// The command tree of the `nearby` tool. Each option is declared once, here, with its type
+/// and validation; the commands read their values through these declarations.
 public enum NearbyCommands {
-  public static let version = "0.1.0"
+  public static let version = "0.2.0"
 
-  static let service = OptionSpec(
-    "service", .value(name: "TYPE"),
-    help: "The DNS-SD service type: 1-15 characters of a-z, 0-9 and '-' (or _name._tcp).", default: "nearby-devices",
-    environment: "NEARBY_SERVICE")
-  static let stateDir = OptionSpec(
-    "state-dir", .value(name: "DIR"),
-    help: "Where this peer's identity is kept; give each peer on one machine its own.",
-    default: "$XDG_STATE_HOME/nearby or ~/.local/state/nearby", environment: "NEARBY_STATE_DIR")
-  static let json = OptionSpec("json", help: "Print one JSON object per line instead of text.")
+  /// Options several commands share.
+  public enum Common {
+    public static let service = Option<ServiceType>(
+      OptionSpec(
+        "service", .value(name: "TYPE"),
+        help: "The DNS-SD service type: 1-15 characters of a-z, 0-9 and '-' (or _name._tcp).", default: "nearby-devices",
+        environment: "NEARBY_SERVICE")
+    ) { text throws(OptionValueError) in
+      do { return try ServiceType(text) } catch { throw OptionValueError("\(error)") }
+    }
+    public static let stateDirectory = Option<String>(
+      OptionSpec(
+        "state-dir", .value(name: "DIR"),
+        help: "Where this peer's identity is kept; give each peer on one machine its own.",
+        default: "$XDG_STATE_HOME/nearby or ~/.local/state/nearby", environment: "NEARBY_STATE_DIR"))
+    public static let json = Flag("json", help: "Print one JSON object per line instead of text.")
+    public static let port = Option<UInt16>(
+      OptionSpec("port", .value(name: "PORT"), help: "The TCP port to listen on.", default: "0: any free port")
+    ) { text throws(OptionValueError) in
+      guard let value = UInt16(text) else { throw OptionValueError("give a number from 0 to 65535") }
+      return value
+    }
 
-  public static let chat = CommandSpec(
-    name: "chat", abstract: "Chat with peers on the local network.",
-    discussion: """
-      At a terminal: a chat with an input line that stays at the bottom. With
-      --plain, or when stdin or stdout is not a terminal: one line per event, and
-      each input line is a command or a message:
-        /peers                     peers found on the network
-        /who                       peers connected to you
-        /invite NAME|ID [context]  invite a peer
-        /accept NAME|ID            accept an invitation
-        /decline NAME|ID           decline it
-        /invitations               invitations waiting for your answer
-        /msg NAME|ID text          a private message
-        /leave NAME|ID             end a session
-        /help                      this list
-        /quit                      leave everyone and exit
-      Any other line goes to every connected peer. End of input means /quit once
-      pending messages are delivered or failed.
-      """,
-    options: [
+    static func connect(help: String) -> Option<Endpoint> {
+      Option(OptionSpec("connect", .repeating(name: "HOST:PORT"), help: help)) { text throws(OptionValueError) in
+        guard let endpoint = EndpointText.parse(text) else {
+          throw OptionValueError("write HOST:PORT with a numeric address, for example 192.0.2.7:4000 or [fe80::1%eth0]:4000")
+        }
+        return endpoint
+      }
+    }
+
+    /// A number of seconds within `range`, as a duration.
+    static func seconds(_ spec: OptionSpec, in range: ClosedRange<Double>, hint: String) -> Option<Duration> {
+      Option(spec) { text throws(OptionValueError) in
+        guard let seconds = Double(text), range.contains(seconds) else { throw OptionValueError(hint) }
+        return .milliseconds(Int64((seconds * 1000).rounded()))
+      }
+    }
+
+    static func displayName(_ spec: OptionSpec) -> Option<DisplayName> {
+      Option(spec) { text throws(OptionValueError) in
+        do { return try DisplayName(text) } catch { throw OptionValueError("\(error)") }
+      }
+    }
+  }
+
+  public enum Chat {
+    public static let name = Common.displayName(
       OptionSpec(
         "name", short: "n", .value(name: "NAME"), help: "Your display name: 1-63 bytes of UTF-8.", default: "the host name",
-        environment: "NEARBY_NAME"),
-      service,
-      OptionSpec("accept", .value(name: "POLICY"), help: "How to answer invitations.", default: "ask", allowed: ["ask", "all", "none"]),
-      OptionSpec("allow", .repeating(name: "ID,..."), help: "Peer ids whose invitations are always accepted (repeatable)."),
-      OptionSpec("info", .repeating(name: "KEY=VALUE"), help: "Discovery info to publish in the TXT record (repeatable)."),
-      OptionSpec("connect", .repeating(name: "HOST:PORT"), help: "Invite the peer listening there at start, without DNS-SD (repeatable)."),
+        environment: "NEARBY_NAME"))
+    public static let accept = Option<AcceptPolicy>(
+      OptionSpec("accept", .value(name: "POLICY"), help: "How to answer invitations.", default: "ask", allowed: ["ask", "all", "none"])
+    ) { text throws(OptionValueError) in
+      guard let policy = AcceptPolicy(rawValue: text) else { throw OptionValueError("use one of ask, all, none") }
+      return policy
+    }
+    public static let allow = Option<[PeerID]>(
+      OptionSpec("allow", .repeating(name: "ID,..."), help: "Peer ids whose invitations are always accepted (repeatable).")
+    ) { text throws(OptionValueError) in
+      var ids: [PeerID] = []
+      for item in text.split(separator: ",") {
+        let trimmed = item.trimmingWhitespace
+        guard let id = PeerID(hex: trimmed) else { throw OptionValueError("'\(trimmed)' is not a peer id (32 hex digits)") }
+        ids.append(id)
+      }
+      return ids
+    }
+    public static let info = Option<String>(
+      OptionSpec("info", .repeating(name: "KEY=VALUE"), help: "Discovery info to publish in the TXT record (repeatable)."))
+    public static let connect = Common.connect(help: "Invite the peer listening there at start, without DNS-SD (repeatable).")
+    public static let inviteTimeout = Common.seconds(
       OptionSpec("invite-timeout", .value(name: "SECONDS"), help: "How long peers have to answer your invitations.", default: "30"),
-      OptionSpec("port", .value(name: "PORT"), help: "The TCP port to listen on.", default: "0: any free port"),
-      json,
-      OptionSpec("plain", help: "Line mode even at a terminal."),
-      OptionSpec("no-color", help: "No colors (also when NO_COLOR is set)."),
-      OptionSpec("script", .value(name: "FILE"), help: "Run a script of chat commands and expectations ('-' for stdin); exit 0 when it completes."),
-      stateDir,
-    ],
-    examples: [
-      "nearby chat --name alice",
-      "nearby chat --name bob --accept all --plain",
-      "echo '/peers' | nearby chat --name carol --json",
-    ])
-
-  public static let browse = CommandSpec(
-    name: "browse", abstract: "List the peers on the local network as they come and go.",
-    options: [
-      service,
-      OptionSpec("timeout", .value(name: "SECONDS"), help: "Exit after this many seconds.", default: "run until Ctrl-C"),
-      json,
-    ],
-    examples: ["nearby browse --timeout 5", "nearby browse --json"])
-
-  public static let relay = CommandSpec(
-    name: "relay", abstract: "Forward messages between peers and between LAN segments (a service, no terminal).",
-    options: [
+      in: 0.1...600, hint: "give a number of seconds from 0.1 to 600")
+    public static let plain = Flag("plain", help: "Line mode even at a terminal.")
+    public static let noColor = Flag("no-color", help: "No colors (also when NO_COLOR is set).")
+    public static let script = Option<String>(
       OptionSpec(
-        "name", short: "n", .value(name: "NAME"), help: "The relay's display name.", default: "relay-<host name>", environment: "NEARBY_NAME"),
-      service,
-      OptionSpec("accept", .value(name: "POLICY"), help: "How to answer invitations.", default: "all", allowed: ["all", "none"]),
-      OptionSpec("allow", .value(name: "FILE"), help: "Accept only the peer ids listed in FILE (one per line; reloaded on SIGHUP)."),
-      OptionSpec("max-peers", .value(name: "N"), help: "Decline invitations beyond N connected peers."),
-      OptionSpec("connect-found", help: "Invite every peer found on the network."),
-      OptionSpec("connect", .repeating(name: "HOST:PORT"), help: "Invite the peer or relay listening there (repeatable)."),
-      OptionSpec("port", .value(name: "PORT"), help: "The TCP port to listen on.", default: "0: any free port"),
+        "script", .value(name: "FILE"), help: "Run a script of chat commands and expectations ('-' for stdin); exit 0 when it completes."))
+
+    public static let spec = CommandSpec(
+      name: "chat", abstract: "Chat with peers on the local network.",
+      discussion: """
+        At a terminal: a chat with an input line that stays at the bottom. With
+        --plain, or when stdin or stdout is not a terminal: one line per event, and
+        each input line is a command or a message:
+          /peers                     peers found on the network
+          /who                       peers connected to you
+          /invite NAME|ID [context]  invite a peer
+          /accept NAME|ID            accept an invitation
+          /decline NAME|ID           decline it
+          /invitations               invitations waiting for your answer
+          /msg NAME|ID text          a private message
+          /leave NAME|ID             end a session
+          /help                      this list
+          /quit                      leave everyone and exit
+        Any other line goes to every connected peer. End of input means /quit once
+        pending messages are delivered or failed.
+        """,
+      options: [
+        name.spec, Common.service.spec, accept.spec, allow.spec, info.spec, connect.spec, inviteTimeout.spec, Common.port.spec,
+        Common.json.spec, plain.spec, noColor.spec, script.spec, Common.stateDirectory.spec,
+      ],
+      examples: [
+        "nearby chat --name alice",
+        "nearby chat --name bob --accept all --plain",
+        "echo '/peers' | nearby chat --name carol --json",
+      ])
+  }
+
+  public enum Browse {
+    public static let timeout = Common.seconds(
+      OptionSpec("timeout", .value(name: "SECONDS"), help: "Exit after this many seconds.", default: "run until Ctrl-C"),
+      in: 0.001...1e9, hint: "give a number of seconds, for example 5 or 0.5")
+
+    public static let spec = CommandSpec(
+      name: "browse", abstract: "List the peers on the local network as they come and go.",
+      options: [Common.service.spec, timeout.spec, Common.json.spec],
+      examples: ["nearby browse --timeout 5", "nearby browse --json"])
+  }
+
+  public enum Relay {
+    public static let name = Common.displayName(
+      OptionSpec(
+        "name", short: "n", .value(name: "NAME"), help: "The relay's display name.", default: "relay-<host name>", environment: "NEARBY_NAME"))
+    public static let accept = Option<String>(
+      OptionSpec("accept", .value(name: "POLICY"), help: "How to answer invitations.", default: "all", allowed: ["all", "none"]))
+    public static let allow = Option<String>(
+      OptionSpec("allow", .value(name: "FILE"), help: "Accept only the peer ids listed in FILE (one per line; reloaded on SIGHUP)."))
+    public static let maximumPeers = Option<Int>(
+      OptionSpec("max-peers", .value(name: "N"), help: "Decline invitations beyond N connected peers.")
+    ) { text throws(OptionValueError) in
+      guard let value = Int(text), value > 0 else { throw OptionValueError("give a positive number") }
+      return value
+    }
+    public static let connectFound = Flag("connect-found", help: "Invite every peer found on the network.")
+    public static let connect = Common.connect(help: "Invite the peer or relay listening there (repeatable).")
+    public static let logLevel = Option<String>(
       OptionSpec(
         "log-level", .value(name: "LEVEL"), help: "The least important log lines to print.", default: "info",
-        allowed: ["debug", "info", "warning", "error"]),
+        allowed: ["debug", "info", "warning", "error"]))
+    /// Zero means never.
+    public static let statsInterval = Common.seconds(
       OptionSpec("stats-interval", .value(name: "SECONDS"), help: "Print a stats line this often (0: never).", default: "60"),
-      stateDir,
-    ],
-    examples: ["nearby relay --name hall-relay", "nearby relay --allow /etc/nearby/allow --max-peers 200 --connect-found"])
+      in: 0...1e7, hint: "give a number of seconds (0: never)")
 
-  public static let bench = CommandSpec(
-    name: "bench", abstract: "Measure latency, throughput, handshake, fan-out and memory against raw TCP.",
-    options: [
-      OptionSpec("quick", help: "Fewer iterations: checks that every benchmark runs."),
-      json,
+    public static let spec = CommandSpec(
+      name: "relay", abstract: "Forward messages between peers and between LAN segments (a service, no terminal).",
+      options: [
+        name.spec, Common.service.spec, accept.spec, allow.spec, maximumPeers.spec, connectFound.spec, connect.spec, Common.port.spec,
+        logLevel.spec, statsInterval.spec, Common.stateDirectory.spec,
+      ],
+      examples: ["nearby relay --name hall-relay", "nearby relay --allow /etc/nearby/allow --max-peers 200 --connect-found"])
+  }
+
+  public enum Bench {
+    public static let quick = Flag("quick", help: "Fewer iterations: checks that every benchmark runs.")
+    public static let only = Option<String>(
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "probe"]),
-    ],
-    examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency"])
+        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "probe"]))
 
-  public static let lab = CommandSpec(
-    name: "lab", abstract: "Run several peers on a private LAN with real Avahi (needs root).",
-    discussion: """
-      Builds one network namespace per host (or one shared loopback host), starts each host's
-      avahi-daemon, runs the command (or each host's script) in every host, prefixes their
-      output with the host name, and exits with the first failure's code, cleaning up
-      everything. In the command, {host} is replaced by the host's name.
-      """,
-    options: [
-      OptionSpec("hosts", .value(name: "A,B,..."), help: "The hosts to create."),
-      OptionSpec("loopback", help: "All hosts share one loopback network instead of a veth LAN."),
-      OptionSpec("segments", .repeating(name: "A,B"), help: "A LAN segment of hosts; repeat for several (a host on two is a bridge)."),
-      OptionSpec("scripts", .value(name: "DIR"), help: "Run 'nearby chat --name HOST --script DIR/HOST.script' in each host that has one."),
+    public static let spec = CommandSpec(
+      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out and memory against raw TCP.",
+      options: [quick.spec, Common.json.spec, only.spec],
+      examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency"])
+  }
+
+  public enum Lab {
+    public static let hosts = Option<[String]>(OptionSpec("hosts", .value(name: "A,B,..."), help: "The hosts to create.")) { text in
+      text.split(separator: ",").map(\.trimmingWhitespace)
+    }
+    public static let loopback = Flag("loopback", help: "All hosts share one loopback network instead of a veth LAN.")
+    public static let segments = Option<String>(
+      OptionSpec("segments", .repeating(name: "A,B"), help: "A LAN segment of hosts; repeat for several (a host on two is a bridge)."))
+    public static let scripts = Option<String>(
+      OptionSpec("scripts", .value(name: "DIR"), help: "Run 'nearby chat --name HOST --script DIR/HOST.script' in each host that has one."))
+    public static let timeout = Common.seconds(
       OptionSpec("timeout", .value(name: "SECONDS"), help: "Stop everything after this long.", default: "120"),
-    ],
-    arguments: [ArgumentSpec("command", help: "The command to run in each host (after --).", optional: true, variadic: true)],
-    examples: ["nearby lab --hosts alice,bob --scripts Examples/two-peers", "nearby lab --hosts a,b --loopback -- nearby browse --timeout 3"])
+      in: 0.001...1e6, hint: "give a number of seconds, for example 60 or 0.5")
+
+    public static let spec = CommandSpec(
+      name: "lab", abstract: "Run several peers on a private LAN with real Avahi (needs root).",
+      discussion: """
+        Builds one network namespace per host (or one shared loopback host), starts each host's
+        avahi-daemon, runs the command (or each host's script) in every host, prefixes their
+        output with the host name, and exits with the first failure's code, cleaning up
+        everything. In the command, {host} is replaced by the host's name.
+        """,
+      options: [hosts.spec, loopback.spec, segments.spec, scripts.spec, timeout.spec],
+      arguments: [ArgumentSpec("command", help: "The command to run in each host (after --).", optional: true, variadic: true)],
+      examples: ["nearby lab --hosts alice,bob --scripts Examples/two-peers", "nearby lab --hosts a,b --loopback -- nearby browse --timeout 3"])
+  }
 
   public static let root = CommandSpec(
     name: "nearby", abstract: "Peer-to-peer messaging for machines on one LAN.",
     discussion: "Peers find each other with DNS-SD (Avahi), invite each other, and talk over TCP.",
-    subcommands: [chat, browse, relay, bench, lab],
+    subcommands: [Chat.spec, Browse.spec, Relay.spec, Bench.spec, Lab.spec],
     examples: ["nearby chat --name alice", "nearby browse --timeout 5", "nearby help chat"])
+}
+
+extension StringProtocol {
+  /// The text without leading and trailing white space.
+  package var trimmingWhitespace: String {
+    var text = Substring(self)
+    while let first = text.first, first.isWhitespace { text = text.dropFirst() }
+    while let last = text.last, last.isWhitespace { text = text.dropLast() }
+    return String(text)
+  }
 }

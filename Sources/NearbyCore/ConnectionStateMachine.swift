@@ -2,16 +2,16 @@
 /// takes frames, local decisions and the time, and returns what to send, what to report
 /// and whether to close. It performs no I/O and reads no clock, so every transition and
 /// every timeout can be tested directly.
-public struct ConnectionStateMachine: Sendable {
+package struct ConnectionStateMachine: Sendable {
   /// Which end of the TCP connection we are.
-  public enum Role: Hashable, Sendable {
+  package enum Role: Hashable, Sendable {
     /// We opened the connection (and will invite); `expecting` is the peer we dialled.
     case connector(expecting: PeerID?)
     /// We accepted the connection.
     case listener
   }
 
-  public enum State: Hashable, Sendable {
+  package enum State: Hashable, Sendable {
     case awaitingHello
     case idle
     /// Connector: INVITE sent, waiting for the answer.
@@ -24,20 +24,22 @@ public struct ConnectionStateMachine: Sendable {
     case closed
   }
 
-  public let role: Role
-  public let localHello: Frame.Hello
-  public let timeouts: ConnectionTimeouts
-  public private(set) var state: State = .awaitingHello
+  package let role: Role
+  package let localHello: Frame.Hello
+  package let timeouts: ConnectionTimeouts
+  package private(set) var state: State = .awaitingHello
   /// The peer's HELLO once received.
-  public private(set) var remoteHello: Frame.Hello?
+  package private(set) var remoteHello: Frame.Hello?
   /// The negotiated protocol version once HELLO was received.
-  public private(set) var version: UInt8?
+  package private(set) var version: UInt8?
 
   private var openedAt: Duration
   private var stateSince: Duration
   private var lastReceived: Duration
   private var lastSent: Duration
   private var invitationDeadline: Duration?
+  /// The shell stopped reading (its application is behind): silence is ours, not the peer's.
+  private var readingPaused = false
   private var nextPingNonce: UInt64 = 1
   private var outstandingPings: [(nonce: UInt64, sentAt: Duration)] = []
 
@@ -45,7 +47,7 @@ public struct ConnectionStateMachine: Sendable {
   ///   - role: connector or listener.
   ///   - hello: our HELLO (peer, versions, capabilities).
   ///   - now: the time the TCP connection was established.
-  public init(role: Role, hello: Frame.Hello, timeouts: ConnectionTimeouts = ConnectionTimeouts(), now: Duration) {
+  package init(role: Role, hello: Frame.Hello, timeouts: ConnectionTimeouts = ConnectionTimeouts(), now: Duration) {
     self.role = role
     self.localHello = hello
     self.timeouts = timeouts
@@ -56,27 +58,35 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// The remote peer, once its HELLO arrived.
-  public var remotePeer: Peer? { remoteHello?.peer }
+  package var remotePeer: Peer? { remoteHello?.peer }
   /// Whether the remote peer said it is a relay.
-  public var remoteIsRelay: Bool { remoteHello?.capabilities.contains(.relay) ?? false }
-  public var isConnector: Bool { if case .connector = role { true } else { false } }
+  package var remoteIsRelay: Bool { remoteHello?.capabilities.contains(.relay) ?? false }
+  package var isConnector: Bool { if case .connector = role { true } else { false } }
 
   /// The HELLO to send first, at once (both sides send it without waiting).
-  public mutating func start(now: Duration) -> Frame {
+  package mutating func start(now: Duration) -> Frame {
     lastSent = now
     return .hello(localHello)
   }
 
+  /// The shell stops or resumes reading the connection (flow control). While it does not
+  /// read, nothing can arrive, so the dead-peer timeout does not run; it starts afresh when
+  /// reading resumes.
+  package mutating func readingPaused(_ paused: Bool, now: Duration) {
+    readingPaused = paused
+    if !paused, now > lastReceived { lastReceived = now }
+  }
+
   /// Call whenever the shell sends a frame the machine did not produce (messages, acks),
   /// so that no needless PING goes out.
-  public mutating func noteSent(now: Duration) {
+  package mutating func noteSent(now: Duration) {
     if now > lastSent { lastSent = now }
   }
 
   // MARK: Frames from the peer
 
   /// Handles one frame received from the peer.
-  public mutating func receive(_ frame: Frame, now: Duration) -> ConnectionTransition {
+  package mutating func receive(_ frame: Frame, now: Duration) -> ConnectionTransition {
     if state == .closed { return ConnectionTransition() }
     lastReceived = now
     if state == .closing {
@@ -141,7 +151,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// The bytes from the peer could not be decoded: ERROR and close.
-  public mutating func receiveFailed(_ error: FrameDecodingError, now: Duration) -> ConnectionTransition {
+  package mutating func receiveFailed(_ error: FrameDecodingError, now: Duration) -> ConnectionTransition {
     if state == .closed || state == .closing {
       return close(.protocolViolation(error.description))
     }
@@ -153,7 +163,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// The connection ended (EOF or a socket error) without GOODBYE.
-  public mutating func connectionLost(_ detail: String) -> ConnectionTransition {
+  package mutating func connectionLost(_ detail: String) -> ConnectionTransition {
     switch state {
     case .closed: return ConnectionTransition()
     case .closing: return close(.closedWhileClosing)
@@ -185,7 +195,7 @@ public struct ConnectionStateMachine: Sendable {
 
   /// Connector: sends the invitation once HELLO is done.
   /// - Returns: the INVITE to send, or nothing if the state does not allow it.
-  public mutating func invite(_ invite: Frame.Invite, now: Duration) -> ConnectionTransition {
+  package mutating func invite(_ invite: Frame.Invite, now: Duration) -> ConnectionTransition {
     guard state == .idle, isConnector else { return ConnectionTransition() }
     enter(.inviting(invitationID: invite.invitationID), now: now)
     invitationDeadline = now + .milliseconds(Int64(invite.timeoutMilliseconds))
@@ -194,7 +204,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// Listener: accepts the pending invitation.
-  public mutating func accept(now: Duration) -> ConnectionTransition {
+  package mutating func accept(now: Duration) -> ConnectionTransition {
     guard case .invited(let id) = state else { return ConnectionTransition() }
     invitationDeadline = nil
     enter(.connected, now: now)
@@ -203,7 +213,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// Listener: declines the pending invitation; the inviter closes the connection.
-  public mutating func decline(_ reason: DeclineReason, now: Duration) -> ConnectionTransition {
+  package mutating func decline(_ reason: DeclineReason, now: Duration) -> ConnectionTransition {
     guard case .invited(let id) = state else { return ConnectionTransition() }
     invitationDeadline = nil
     enter(.closing, now: now)
@@ -212,7 +222,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// Leaves: GOODBYE and close (before HELLO there is nothing to say: just close).
-  public mutating func goodbye(_ reason: GoodbyeReason, now: Duration) -> ConnectionTransition {
+  package mutating func goodbye(_ reason: GoodbyeReason, now: Duration) -> ConnectionTransition {
     switch state {
     case .closed, .closing: return ConnectionTransition()
     case .awaitingHello:
@@ -224,7 +234,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// Refuses the connection with an ERROR (for example `busy`) and closes.
-  public mutating func reject(_ code: ErrorCode, _ message: String, now: Duration) -> ConnectionTransition {
+  package mutating func reject(_ code: ErrorCode, _ message: String, now: Duration) -> ConnectionTransition {
     guard state != .closed, state != .closing else { return ConnectionTransition() }
     return fail(code, message, now: now)
   }
@@ -232,13 +242,14 @@ public struct ConnectionStateMachine: Sendable {
   // MARK: Time
 
   /// The earliest time at which ``tick(now:)`` has something to do.
-  public var nextDeadline: Duration? {
+  package var nextDeadline: Duration? {
     switch state {
     case .closed: return nil
     case .closing: return stateSince + timeouts.linger
     case .awaitingHello: return openedAt + timeouts.handshake
     default:
-      var deadline = min(lastSent + timeouts.pingInterval, lastReceived + timeouts.deadPeer)
+      var deadline = lastSent + timeouts.pingInterval
+      if !readingPaused { deadline = min(deadline, lastReceived + timeouts.deadPeer) }
       if state == .idle, role == .listener { deadline = min(deadline, stateSince + timeouts.idle) }
       if let invitationDeadline { deadline = min(deadline, invitationDeadline) }
       return deadline
@@ -246,7 +257,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// Runs the timers: handshake, idle, invitation, heartbeat and linger.
-  public mutating func tick(now: Duration) -> ConnectionTransition {
+  package mutating func tick(now: Duration) -> ConnectionTransition {
     switch state {
     case .closed:
       return ConnectionTransition()
@@ -261,7 +272,7 @@ public struct ConnectionStateMachine: Sendable {
     default:
       break
     }
-    if now >= lastReceived + timeouts.deadPeer {
+    if !readingPaused, now >= lastReceived + timeouts.deadPeer {
       return close(.timedOut(silentFor: now - lastReceived))
     }
     if let deadline = invitationDeadline, now >= deadline {
@@ -326,7 +337,7 @@ public struct ConnectionStateMachine: Sendable {
   }
 
   /// The state's name in the words of the specification.
-  public var stateName: String {
+  package var stateName: String {
     switch state {
     case .awaitingHello: "awaitingHello"
     case .idle: isConnector ? "idle (connector)" : "idle (listener)"
@@ -340,15 +351,15 @@ public struct ConnectionStateMachine: Sendable {
 }
 
 /// What a ``ConnectionStateMachine`` asks its shell to do. Any field may be empty.
-public struct ConnectionTransition: Sendable {
+package struct ConnectionTransition: Sendable {
   /// A frame to send (before closing, if ``close`` is set).
-  public var send: Frame?
+  package var send: Frame?
   /// Something to report to the session.
-  public var event: ConnectionEvent?
+  package var event: ConnectionEvent?
   /// Whether and how to close.
-  public var close: CloseAction?
+  package var close: CloseAction?
 
-  public init(send: Frame? = nil, event: ConnectionEvent? = nil, close: CloseAction? = nil) {
+  package init(send: Frame? = nil, event: ConnectionEvent? = nil, close: CloseAction? = nil) {
     self.send = send
     self.event = event
     self.close = close
@@ -356,7 +367,7 @@ public struct ConnectionTransition: Sendable {
 }
 
 /// How to close a connection.
-public enum CloseAction: Hashable, Sendable {
+package enum CloseAction: Hashable, Sendable {
   /// Flush what is queued, shut down the write side, keep reading until EOF or linger.
   case shutdownAndLinger
   /// Close the socket now.
@@ -364,7 +375,7 @@ public enum CloseAction: Hashable, Sendable {
 }
 
 /// What happened on a connection, for the session.
-public enum ConnectionEvent: Hashable, Sendable {
+package enum ConnectionEvent: Hashable, Sendable {
   case helloReceived(Frame.Hello)
   /// Listener: the peer invites us.
   case invited(Frame.Invite)
@@ -432,7 +443,7 @@ public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
 
 extension Duration {
   /// `1.25 s`, for messages.
-  public var formattedSeconds: String {
+  package var formattedSeconds: String {
     let (seconds, attoseconds) = components
     let hundredths = Int64(attoseconds / 10_000_000_000_000_000)
     return "\(seconds).\(hundredths < 10 ? "0" : "")\(hundredths) s"

@@ -1,5 +1,5 @@
 /// One frame of the wire protocol (PROTOCOL.md section 4), decoded.
-public enum Frame: Hashable, Sendable {
+package enum Frame: Hashable, Sendable {
   case hello(Hello)
   case invite(Invite)
   case accept(invitationID: UInt64)
@@ -14,7 +14,7 @@ public enum Frame: Hashable, Sendable {
   case undeliverable(Undeliverable)
 
   /// The frame's type byte.
-  public var type: FrameType {
+  package var type: FrameType {
     switch self {
     case .hello: .hello
     case .invite: .invite
@@ -34,13 +34,13 @@ public enum Frame: Hashable, Sendable {
 
 extension Frame {
   /// HELLO: who the sender is and what it speaks.
-  public struct Hello: Hashable, Sendable {
-    public var minVersion: UInt8
-    public var maxVersion: UInt8
-    public var capabilities: Capabilities
-    public var peer: Peer
+  package struct Hello: Hashable, Sendable {
+    package var minVersion: UInt8
+    package var maxVersion: UInt8
+    package var capabilities: Capabilities
+    package var peer: Peer
 
-    public init(minVersion: UInt8 = 1, maxVersion: UInt8 = 1, capabilities: Capabilities = [], peer: Peer) {
+    package init(minVersion: UInt8 = 1, maxVersion: UInt8 = 1, capabilities: Capabilities = [], peer: Peer) {
       self.minVersion = minVersion
       self.maxVersion = maxVersion
       self.capabilities = capabilities
@@ -49,13 +49,13 @@ extension Frame {
   }
 
   /// INVITE: the connector asks the listener to join a session.
-  public struct Invite: Hashable, Sendable {
-    public var invitationID: UInt64
+  package struct Invite: Hashable, Sendable {
+    package var invitationID: UInt64
     /// Milliseconds, within ``ProtocolLimits/invitationTimeoutRange``.
-    public var timeoutMilliseconds: UInt32
-    public var context: [UInt8]
+    package var timeoutMilliseconds: UInt32
+    package var context: [UInt8]
 
-    public init(invitationID: UInt64, timeoutMilliseconds: UInt32, context: [UInt8]) {
+    package init(invitationID: UInt64, timeoutMilliseconds: UInt32, context: [UInt8]) {
       self.invitationID = invitationID
       self.timeoutMilliseconds = timeoutMilliseconds
       self.context = context
@@ -63,18 +63,18 @@ extension Frame {
   }
 
   /// MESSAGE: application data.
-  public struct Message: Hashable, Sendable {
-    public var id: UInt64
+  package struct Message: Hashable, Sendable {
+    package var id: UInt64
     /// The peer that wrote the message.
-    public var sender: PeerID
+    package var sender: PeerID
     /// Milliseconds since the Unix epoch, on the sender's clock.
-    public var timestamp: UInt64
-    public var hopLimit: UInt8
+    package var timestamp: UInt64
+    package var hopLimit: UInt8
     /// Empty: for every peer of the session.
-    public var recipients: [PeerID]
-    public var body: [UInt8]
+    package var recipients: [PeerID]
+    package var body: [UInt8]
 
-    public init(id: UInt64, sender: PeerID, timestamp: UInt64, hopLimit: UInt8 = ProtocolLimits.initialHopLimit, recipients: [PeerID], body: [UInt8])
+    package init(id: UInt64, sender: PeerID, timestamp: UInt64, hopLimit: UInt8 = ProtocolLimits.initialHopLimit, recipients: [PeerID], body: [UInt8])
     {
       self.id = id
       self.sender = sender
@@ -85,16 +85,16 @@ extension Frame {
     }
 
     /// Addressed to named peers rather than to all.
-    public var isPrivate: Bool { !recipients.isEmpty }
+    package var isPrivate: Bool { !recipients.isEmpty }
   }
 
   /// DELIVERED: `recipient` has handed messages of `origin` to its application.
-  public struct Delivered: Hashable, Sendable {
-    public var origin: PeerID
-    public var recipient: PeerID
-    public var ids: [UInt64]
+  package struct Delivered: Hashable, Sendable {
+    package var origin: PeerID
+    package var recipient: PeerID
+    package var ids: [UInt64]
 
-    public init(origin: PeerID, recipient: PeerID, ids: [UInt64]) {
+    package init(origin: PeerID, recipient: PeerID, ids: [UInt64]) {
       self.origin = origin
       self.recipient = recipient
       self.ids = ids
@@ -102,33 +102,33 @@ extension Frame {
   }
 
   /// ROSTER: the peers a relay can reach.
-  public struct Roster: Hashable, Sendable {
-    public struct Entry: Hashable, Sendable {
-      public var peer: Peer
+  package struct Roster: Hashable, Sendable {
+    package struct Entry: Hashable, Sendable {
+      package var peer: Peer
       /// 1 for a peer connected to the relay itself.
-      public var hops: UInt8
-      public init(peer: Peer, hops: UInt8) {
+      package var hops: UInt8
+      package init(peer: Peer, hops: UInt8) {
         self.peer = peer
         self.hops = hops
       }
     }
-    public var kind: RosterKind
-    public var entries: [Entry]
+    package var kind: RosterKind
+    package var entries: [Entry]
 
-    public init(kind: RosterKind, entries: [Entry]) {
+    package init(kind: RosterKind, entries: [Entry]) {
       self.kind = kind
       self.entries = entries
     }
   }
 
   /// UNDELIVERABLE: a message did not reach one recipient.
-  public struct Undeliverable: Hashable, Sendable {
-    public var origin: PeerID
-    public var messageID: UInt64
-    public var recipient: PeerID
-    public var reason: UndeliverableReason
+  package struct Undeliverable: Hashable, Sendable {
+    package var origin: PeerID
+    package var messageID: UInt64
+    package var recipient: PeerID
+    package var reason: UndeliverableReason
 
-    public init(origin: PeerID, messageID: UInt64, recipient: PeerID, reason: UndeliverableReason) {
+    package init(origin: PeerID, messageID: UInt64, recipient: PeerID, reason: UndeliverableReason) {
       self.origin = origin
       self.messageID = messageID
       self.recipient = recipient

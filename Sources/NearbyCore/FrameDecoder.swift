@@ -5,34 +5,34 @@
 /// (``withWritableBytes(minimumCount:_:)``), so bytes are copied out of the kernel once.
 /// It checks a frame's length as soon as the four length bytes are there, before it makes
 /// room for the payload; after the first error it stays failed.
-public final class FrameDecoder {
+package final class FrameDecoder {
   private enum State {
     case waitingForHeader
     case waitingForFrame(length: Int)
     case failed(FrameDecodingError)
   }
 
-  public let maximumFrameLength: Int
+  package let maximumFrameLength: Int
   private var storage: UnsafeMutableRawPointer?
   private var capacity = 0
   private var readIndex = 0
   private var writeIndex = 0
   private var state = State.waitingForHeader
 
-  public init(maximumFrameLength: Int = ProtocolLimits.maximumFrameLength) {
+  package init(maximumFrameLength: Int = ProtocolLimits.maximumFrameLength) {
     self.maximumFrameLength = maximumFrameLength
   }
 
   deinit { storage?.deallocate() }
 
   /// Bytes received but not yet returned as frames.
-  public var bufferedByteCount: Int { writeIndex - readIndex }
+  package var bufferedByteCount: Int { writeIndex - readIndex }
 
   /// The memory the decoder holds.
-  public var allocatedByteCount: Int { capacity }
+  package var allocatedByteCount: Int { capacity }
 
   /// Appends bytes received from the peer.
-  public func append(_ bytes: some Collection<UInt8>) {
+  package func append(_ bytes: some Collection<UInt8>) {
     let count = bytes.count
     guard count > 0 else { return }
     _ = withWritableBytes(minimumCount: count) { buffer in
@@ -46,7 +46,7 @@ public final class FrameDecoder {
   /// - Parameter body: writes into the space and returns how many bytes it wrote.
   /// - Returns: what `body` returned.
   @discardableResult
-  public func withWritableBytes<E: Error>(minimumCount: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> Int) throws(E) -> Int {
+  package func withWritableBytes<E: Error>(minimumCount: Int, _ body: (UnsafeMutableRawBufferPointer) throws(E) -> Int) throws(E) -> Int {
     reserve(max(minimumCount, 1))
     let space = UnsafeMutableRawBufferPointer(start: storage! + writeIndex, count: capacity - writeIndex)
     let written = try body(space)
@@ -57,7 +57,7 @@ public final class FrameDecoder {
 
   /// The next complete frame, or `nil` when more bytes are needed.
   /// - Throws: ``FrameDecodingError``; the decoder then stays failed.
-  public func next() throws(FrameDecodingError) -> Frame? {
+  package func next() throws(FrameDecodingError) -> Frame? {
     while true {
       switch state {
       case .failed(let error):
@@ -89,7 +89,7 @@ public final class FrameDecoder {
   /// Call at end of input.
   /// - Throws: ``FrameDecodingError/truncated(bufferedBytes:)`` when a frame was cut off,
   ///   or the error the decoder already failed with.
-  public func finish() throws(FrameDecodingError) {
+  package func finish() throws(FrameDecodingError) {
     switch state {
     case .failed(let error): throw error
     case .waitingForFrame(let length):
@@ -140,7 +140,7 @@ public final class FrameDecoder {
   /// stay small. Not done after every frame: a stream of large frames would then allocate
   /// (and, above the allocator's mmap threshold, map and fault in) a new buffer per frame.
   /// The owner calls this when traffic is light.
-  public func shrinkIfEmpty() {
+  package func shrinkIfEmpty() {
     guard bufferedByteCount == 0, capacity > 65_536 else { return }
     storage?.deallocate()
     storage = nil
@@ -150,7 +150,7 @@ public final class FrameDecoder {
   }
 
   /// Discards the buffer (after a fatal error or when the connection closes).
-  public func reset() {
+  package func reset() {
     storage?.deallocate()
     storage = nil
     capacity = 0
@@ -162,7 +162,7 @@ public final class FrameDecoder {
 
 extension FrameDecoder {
   /// Decodes one frame from its type byte and payload (the bytes after the length prefix).
-  public static func decodeBody(_ bytes: UnsafeRawBufferPointer) throws(FrameDecodingError) -> Frame {
+  package static func decodeBody(_ bytes: UnsafeRawBufferPointer) throws(FrameDecodingError) -> Frame {
     precondition(!bytes.isEmpty)
     guard let type = FrameType(rawValue: bytes[0]) else { throw .unknownFrameType(bytes[0]) }
     var reader = ByteReader(UnsafeRawBufferPointer(rebasing: bytes[1...]), type: type)

@@ -1,5 +1,5 @@
 /// Why bytes from a peer are not a valid frame. Every case is fatal for the connection.
-public enum FrameDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum FrameDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The length prefix is 0.
   case emptyFrame
   /// The length prefix is above the maximum; nothing was allocated for it.
@@ -14,7 +14,7 @@ public enum FrameDecodingError: Error, Hashable, Sendable, CustomStringConvertib
   case truncated(bufferedBytes: Int)
 
   /// The name used by the test vectors (`emptyFrame`, `frameTooLarge`, ...).
-  public var name: String {
+  package var name: String {
     switch self {
     case .emptyFrame: "emptyFrame"
     case .frameTooLarge: "frameTooLarge"
@@ -26,7 +26,7 @@ public enum FrameDecodingError: Error, Hashable, Sendable, CustomStringConvertib
   }
 
   /// The ERROR code to send to the peer before closing.
-  public var errorCode: ErrorCode {
+  package var errorCode: ErrorCode {
     switch self {
     case .emptyFrame, .malformedFrame, .truncated: .malformedFrame
     case .frameTooLarge: .frameTooLarge
@@ -35,7 +35,7 @@ public enum FrameDecodingError: Error, Hashable, Sendable, CustomStringConvertib
     }
   }
 
-  public var description: String {
+  package var description: String {
     switch self {
     case .emptyFrame:
       return "a frame has length 0"

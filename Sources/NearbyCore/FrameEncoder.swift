@@ -3,9 +3,9 @@
 ///
 /// The encoder does not validate protocol limits (the session does that where the user's
 /// input enters); it only traps when a value cannot be represented in its field at all.
-public enum FrameEncoder {
+package enum FrameEncoder {
   /// Appends `frame`, length prefix included, to `buffer`.
-  public static func encode(_ frame: Frame, into buffer: inout [UInt8]) {
+  package static func encode(_ frame: Frame, into buffer: inout [UInt8]) {
     let start = buffer.count
     buffer.append(contentsOf: [0, 0, 0, 0, frame.type.rawValue])
     switch frame {
@@ -68,19 +68,19 @@ public enum FrameEncoder {
   }
 
   /// The frame's bytes in a new array.
-  public static func encode(_ frame: Frame) -> [UInt8] {
+  package static func encode(_ frame: Frame) -> [UInt8] {
     var buffer = [UInt8]()
     encode(frame, into: &buffer)
     return buffer
   }
 
   /// The encoded size of a MESSAGE, length prefix included.
-  public static func encodedSize(ofMessageWithRecipients recipients: Int, bodyLength: Int) -> Int {
+  package static func encodedSize(ofMessageWithRecipients recipients: Int, bodyLength: Int) -> Int {
     4 + 1 + 8 + 16 + 8 + 1 + 2 + 16 * recipients + 4 + bodyLength
   }
 
   /// Appends a MESSAGE frame without going through ``Frame`` (the hot path of sending).
-  public static func encodeMessage(_ message: Frame.Message, into buffer: inout [UInt8]) {
+  package static func encodeMessage(_ message: Frame.Message, into buffer: inout [UInt8]) {
     let length = encodedSize(ofMessageWithRecipients: message.recipients.count, bodyLength: message.body.count) - 4
     // No reserveCapacity here: on an Array it grows to exactly the amount asked, so calling
     // it for every frame appended to a long buffer would copy the buffer each time.

@@ -1,5 +1,5 @@
 /// The type byte of a frame (PROTOCOL.md section 4).
-public enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+package enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
   case hello = 0x01
   case invite = 0x02
   case accept = 0x03
@@ -14,7 +14,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
   case undeliverable = 0x0C
 
   /// The name used in the specification and the test vectors (`HELLO`, `INVITE`, ...).
-  public var description: String {
+  package var description: String {
     switch self {
     case .hello: "HELLO"
     case .invite: "INVITE"
@@ -32,7 +32,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
   }
 
   /// Looks a type up by its specification name.
-  public init?(name: String) {
+  package init?(name: String) {
     guard let match = Self.allCases.first(where: { $0.description == name }) else { return nil }
     self = match
   }

@@ -1,16 +1,18 @@
 /// What a peer publishes in its DNS-SD TXT record (PROTOCOL.md section 1.3).
-public struct PeerAdvertisement: Hashable, Sendable {
+package struct PeerAdvertisement: Hashable, Sendable {
   /// The most bytes a whole TXT record may have (RFC 6763 section 6.2).
-  public static let maximumRecordBytes = 1300
+  package static let maximumRecordBytes = 1300
 
-  public var peer: Peer
+  package var peer: Peer
   /// The highest protocol version the peer speaks.
-  public var protocolVersion: Int
+  package var protocolVersion: Int
   /// Whether the peer is a relay (TXT `relay=1`).
-  public var isRelay: Bool
-  public var info: DiscoveryInfo
+  package var isRelay: Bool
+  package var info: DiscoveryInfo
 
-  public init(peer: Peer, protocolVersion: Int = ProtocolLimits.version, isRelay: Bool = false, info: DiscoveryInfo = DiscoveryInfo()) {
+  package init(peer: Peer, protocolVersion: Int = ProtocolLimits.version, isRelay: Bool = false, info: DiscoveryInfo = DiscoveryInfo()) {
+    var peer = peer
+    peer.info = info
     self.peer = peer
     self.protocolVersion = protocolVersion
     self.isRelay = isRelay
@@ -18,7 +20,7 @@ public struct PeerAdvertisement: Hashable, Sendable {
   }
 
   /// The TXT strings in protocol order: `id`, `name`, `v`, `relay`, then the info.
-  public var txtStrings: [[UInt8]] {
+  package var txtStrings: [[UInt8]] {
     var strings: [[UInt8]] = [
       Array("id=\(peer.id.hex)".utf8),
       Array("name=\(peer.name.value)".utf8),
@@ -31,7 +33,7 @@ public struct PeerAdvertisement: Hashable, Sendable {
 
   /// The TXT record's rdata.
   /// - Throws: ``DiscoveryInfoError/recordTooLong(byteCount:)`` over 1300 bytes.
-  public func txtRecord() throws(DiscoveryInfoError) -> [UInt8] {
+  package func txtRecord() throws(DiscoveryInfoError) -> [UInt8] {
     let record = TXTRecord.encode(txtStrings)
     if record.count > Self.maximumRecordBytes { throw .recordTooLong(byteCount: record.count) }
     return record
@@ -39,7 +41,7 @@ public struct PeerAdvertisement: Hashable, Sendable {
 
   /// Reads a TXT record published by someone else.
   /// - Returns: the advertisement, or why the instance is not a Nearby peer.
-  public static func parse(txt rdata: some Collection<UInt8>) -> Result<PeerAdvertisement, AdvertisementError> {
+  package static func parse(txt rdata: some Collection<UInt8>) -> Result<PeerAdvertisement, AdvertisementError> {
     guard let strings = TXTRecord.parse(rdata) else { return .failure(.malformedRecord) }
     var id: PeerID?
     var name: DisplayName?
@@ -73,20 +75,20 @@ public struct PeerAdvertisement: Hashable, Sendable {
     guard let id else { return .failure(.missingKey("id")) }
     guard let name else { return .failure(.missingKey("name")) }
     guard let version else { return .failure(.missingKey("v")) }
-    return .success(
-      PeerAdvertisement(peer: Peer(id: id, name: name), protocolVersion: version, isRelay: relay, info: DiscoveryInfo(unchecked: entries)))
+    let info = DiscoveryInfo(unchecked: entries)
+    return .success(PeerAdvertisement(peer: Peer(id: id, name: name, info: info), protocolVersion: version, isRelay: relay, info: info))
   }
 }
 
 /// Why a TXT record does not describe a Nearby peer.
-public enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum AdvertisementError: Error, Hashable, Sendable, CustomStringConvertible {
   case malformedRecord
   case missingKey(String)
   case invalidID
   case invalidName(DisplayNameError)
   case invalidVersion
 
-  public var description: String {
+  package var description: String {
     switch self {
     case .malformedRecord: return "the TXT record is not a valid sequence of character-strings"
     case .missingKey(let key): return "the TXT record has no '\(key)' key"

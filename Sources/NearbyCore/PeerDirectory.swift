@@ -4,31 +4,31 @@
 /// old and new names after a rename or restart. A peer is its TXT `id`: it is *found* once
 /// (when an instance with a valid record and at least one address appears), *updated* when
 /// its merged record or endpoints change, and *lost* when its last instance is gone.
-public struct PeerDirectory: Sendable {
+package struct PeerDirectory: Sendable {
   /// One DNS-SD instance as the browser reports it.
-  public struct InstanceKey: Hashable, Sendable, CustomStringConvertible {
-    public var name: String
-    public var interfaceIndex: UInt32
-    public var domain: String
+  package struct InstanceKey: Hashable, Sendable, CustomStringConvertible {
+    package var name: String
+    package var interfaceIndex: UInt32
+    package var domain: String
 
-    public init(name: String, interfaceIndex: UInt32, domain: String = "local.") {
+    package init(name: String, interfaceIndex: UInt32, domain: String = "local.") {
       self.name = name
       self.interfaceIndex = interfaceIndex
       self.domain = domain
     }
 
-    public var description: String { "'\(name)' (interface \(interfaceIndex))" }
+    package var description: String { "'\(name)' (interface \(interfaceIndex))" }
   }
 
   /// What resolving an instance gave.
-  public struct Resolution: Hashable, Sendable {
-    public var advertisement: PeerAdvertisement
-    public var hostName: String
-    public var port: UInt16
+  package struct Resolution: Hashable, Sendable {
+    package var advertisement: PeerAdvertisement
+    package var hostName: String
+    package var port: UInt16
     /// Numeric addresses of the host.
-    public var addresses: [String]
+    package var addresses: [String]
 
-    public init(advertisement: PeerAdvertisement, hostName: String, port: UInt16, addresses: [String]) {
+    package init(advertisement: PeerAdvertisement, hostName: String, port: UInt16, addresses: [String]) {
       self.advertisement = advertisement
       self.hostName = hostName
       self.port = port
@@ -37,7 +37,7 @@ public struct PeerDirectory: Sendable {
   }
 
   /// What changed.
-  public enum Change: Hashable, Sendable {
+  package enum Change: Hashable, Sendable {
     case found(DiscoveredPeer)
     case updated(DiscoveredPeer)
     case lost(Peer)
@@ -52,19 +52,19 @@ public struct PeerDirectory: Sendable {
   private var reported: [PeerID: DiscoveredPeer] = [:]
   private var reportedInvalid: Set<String> = []
   /// Our own id, never reported unless ``includeOwnPeer`` is set.
-  public var localPeer: PeerID?
-  public var includeOwnPeer = false
+  package var localPeer: PeerID?
+  package var includeOwnPeer = false
 
-  public init(localPeer: PeerID? = nil, includeOwnPeer: Bool = false) {
+  package init(localPeer: PeerID? = nil, includeOwnPeer: Bool = false) {
     self.localPeer = localPeer
     self.includeOwnPeer = includeOwnPeer
   }
 
   /// Peers currently reported.
-  public var peers: [DiscoveredPeer] { Array(reported.values) }
+  package var peers: [DiscoveredPeer] { Array(reported.values) }
 
   /// An instance resolved (again).
-  public mutating func resolved(_ key: InstanceKey, _ resolution: Resolution) -> [Change] {
+  package mutating func resolved(_ key: InstanceKey, _ resolution: Resolution) -> [Change] {
     let previousID = instances[key]?.advertisement.peer.id
     instances[key] = resolution
     generation[key] = nextGeneration
@@ -76,7 +76,7 @@ public struct PeerDirectory: Sendable {
   }
 
   /// An instance's TXT record is not a Nearby peer's.
-  public mutating func invalid(_ key: InstanceKey, reason: String) -> [Change] {
+  package mutating func invalid(_ key: InstanceKey, reason: String) -> [Change] {
     var changes: [Change] = []
     if let previous = instances.removeValue(forKey: key) {
       generation[key] = nil
@@ -89,7 +89,7 @@ public struct PeerDirectory: Sendable {
   }
 
   /// The browser reported the instance gone.
-  public mutating func removed(_ key: InstanceKey) -> [Change] {
+  package mutating func removed(_ key: InstanceKey) -> [Change] {
     generation[key] = nil
     guard let previous = instances.removeValue(forKey: key) else { return [] }
     return refresh(previous.advertisement.peer.id)

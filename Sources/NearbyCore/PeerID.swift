@@ -17,13 +17,13 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible {
   }
 
   /// A fresh random id.
-  public static func random() -> PeerID {
+  package static func random() -> PeerID {
     var generator = SystemRandomNumberGenerator()
     return random(using: &generator)
   }
 
   /// A random id drawn from `generator` (tests pass a seeded one).
-  public static func random<G: RandomNumberGenerator>(using generator: inout G) -> PeerID {
+  package static func random<G: RandomNumberGenerator>(using generator: inout G) -> PeerID {
     while true {
       let id = PeerID(high: generator.next(), low: generator.next())
       if id.isValid { return id }

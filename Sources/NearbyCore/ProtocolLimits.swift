@@ -1,25 +1,25 @@
 /// The numbers of PROTOCOL.md in one place.
-public enum ProtocolLimits {
+package enum ProtocolLimits {
   /// The protocol version this implementation speaks.
-  public static let version = 1
+  package static let version = 1
   /// The largest `length` (type byte plus payload) of a frame: 2 MiB.
-  public static let maximumFrameLength = 2_097_152
+  package static let maximumFrameLength = 2_097_152
   /// The largest message body: 1 MiB.
-  public static let maximumBodyLength = 1_048_576
+  package static let maximumBodyLength = 1_048_576
   /// The largest number of recipients in one MESSAGE.
-  public static let maximumRecipients = 4096
+  package static let maximumRecipients = 4096
   /// The largest number of ids in one DELIVERED.
-  public static let maximumDeliveredIDs = 8192
+  package static let maximumDeliveredIDs = 8192
   /// The largest number of entries in one ROSTER.
-  public static let maximumRosterEntries = 4096
+  package static let maximumRosterEntries = 4096
   /// The largest ERROR message in bytes.
-  public static let maximumErrorMessageBytes = 1024
+  package static let maximumErrorMessageBytes = 1024
   /// The largest invitation context in bytes.
-  public static let maximumContextLength = 65_535
+  package static let maximumContextLength = 65_535
   /// The allowed invitation timeout in milliseconds.
-  public static let invitationTimeoutRange: ClosedRange<UInt32> = 100...600_000
+  package static let invitationTimeoutRange: ClosedRange<UInt32> = 100...600_000
   /// The hop limit a sender starts a message with.
-  public static let initialHopLimit: UInt8 = 8
+  package static let initialHopLimit: UInt8 = 8
   /// `"NRBY"`, the first four bytes of every HELLO payload.
-  public static let helloMagic: [UInt8] = [0x4E, 0x52, 0x42, 0x59]
+  package static let helloMagic: [UInt8] = [0x4E, 0x52, 0x42, 0x59]
 }

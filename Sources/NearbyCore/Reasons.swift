@@ -1,12 +1,12 @@
 /// Capability bits of HELLO (PROTOCOL.md section 4.1).
-public struct Capabilities: OptionSet, Hashable, Sendable {
-  public let rawValue: UInt32
-  public init(rawValue: UInt32) { self.rawValue = rawValue }
+package struct Capabilities: OptionSet, Hashable, Sendable {
+  package let rawValue: UInt32
+  package init(rawValue: UInt32) { self.rawValue = rawValue }
 
   /// Reserved for encrypted sessions in a later version; version 1 peers never set it.
-  public static let encryption = Capabilities(rawValue: 1 << 0)
+  package static let encryption = Capabilities(rawValue: 1 << 0)
   /// The sender is a relay: it forwards messages and sends ROSTER.
-  public static let relay = Capabilities(rawValue: 1 << 1)
+  package static let relay = Capabilities(rawValue: 1 << 1)
 }
 
 /// Why an invitation was declined (DECLINE reason). Unknown numbers are kept.
@@ -112,13 +112,13 @@ public struct UndeliverableReason: RawRepresentable, Hashable, Sendable, CustomS
 }
 
 /// The kind of a ROSTER frame.
-public struct RosterKind: RawRepresentable, Hashable, Sendable {
-  public let rawValue: UInt8
-  public init?(rawValue: UInt8) {
+package struct RosterKind: RawRepresentable, Hashable, Sendable {
+  package let rawValue: UInt8
+  package init?(rawValue: UInt8) {
     guard rawValue <= 2 else { return nil }
     self.rawValue = rawValue
   }
-  public static let full = RosterKind(rawValue: 0)!
-  public static let add = RosterKind(rawValue: 1)!
-  public static let remove = RosterKind(rawValue: 2)!
+  package static let full = RosterKind(rawValue: 0)!
+  package static let add = RosterKind(rawValue: 1)!
+  package static let remove = RosterKind(rawValue: 2)!
 }

@@ -1,24 +1,24 @@
 /// A bounded memory of message identities `(sender, id)`: remembers the last `capacity`
 /// ones, forgetting the oldest first. Relays drop a message they have seen (loops, two
 /// paths); peers behind relays drop a second copy the same way.
-public struct SeenMessages: Sendable {
+package struct SeenMessages: Sendable {
   struct Key: Hashable, Sendable {
     let sender: PeerID
     let id: UInt64
   }
 
-  public let capacity: Int
+  package let capacity: Int
   private var members: Set<Key> = []
   private var order: [Key] = []
   private var next = 0
 
-  public init(capacity: Int = 65_536) {
+  package init(capacity: Int = 65_536) {
     precondition(capacity > 0)
     self.capacity = capacity
   }
 
   /// Records the message. - Returns: `true` if it is new, `false` if it was seen.
-  public mutating func insert(sender: PeerID, id: UInt64) -> Bool {
+  package mutating func insert(sender: PeerID, id: UInt64) -> Bool {
     let key = Key(sender: sender, id: id)
     guard members.insert(key).inserted else { return false }
     if order.count < capacity {
@@ -31,5 +31,5 @@ public struct SeenMessages: Sendable {
     return true
   }
 
-  public var count: Int { members.count }
+  package var count: Int { members.count }
 }

@@ -11,7 +11,7 @@ extension SessionStateMachine {
   static let maximumBackoff: Duration = .seconds(30)
 
   /// The backoff schedule (exposed for tests).
-  public static func backoffForTesting(afterAttempts attempts: Int) -> Duration { backoff(afterAttempts: attempts) }
+  package static func backoffForTesting(afterAttempts attempts: Int) -> Duration { backoff(afterAttempts: attempts) }
 
   static func backoff(afterAttempts attempts: Int) -> Duration {
     let seconds = 1 << min(max(attempts - 1, 0), 5)

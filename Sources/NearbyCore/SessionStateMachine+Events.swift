@@ -29,9 +29,7 @@ extension SessionStateMachine {
       let removedRelayed = relayPending[report.messageID]?.removeValue(forKey: report.recipient) != nil
       if relayPending[report.messageID]?.isEmpty == true { relayPending[report.messageID] = nil }
       guard removedDirect || removedRelayed else { return }
-      let peer = peers[report.recipient]?.peer
-      actions.append(
-        .emit(.error(.undelivered(messageID: report.messageID, peer: peer, peerID: report.recipient, reason: .remote(report.reason)))))
+      noteFailed(report.messageID, report.recipient, .remote(report.reason), into: &actions)
     case .roster(let roster):
       receivedRoster(roster, on: id, into: &actions)
     case .roundTrip:
@@ -50,7 +48,7 @@ extension SessionStateMachine {
     if peers[peerID] == nil {
       peers[peerID] = PeerRecord(peer: hello.peer)
     } else {
-      peers[peerID]!.peer = hello.peer
+      peers[peerID]!.peer = peers[peerID]!.peer.renamed(hello.peer.name)
     }
     switch record.direction {
     case .inbound:
@@ -143,7 +141,7 @@ extension SessionStateMachine {
         decline(id, reason: .busy, now: now, into: &actions)
         return
       }
-      let invitation = IncomingInvitation(
+      let invitation = Invitation(
         connection: id, invitationID: invite.invitationID, peer: peer, context: invite.context,
         expiresAt: now + .milliseconds(Int64(invite.timeoutMilliseconds)))
       connections[id]?.awaitingAnswer = true
@@ -251,10 +249,7 @@ extension SessionStateMachine {
 
   mutating func failUnacknowledged(_ record: inout ConnectionRecord, reason: UndeliveredReason, into actions: inout [SessionAction]) {
     guard !record.unacked.isEmpty, let peerID = record.peerID else { return }
-    let peer = peers[peerID]?.peer
-    for messageID in record.unacked.removeAll() {
-      actions.append(.emit(.error(.undelivered(messageID: messageID, peer: peer, peerID: peerID, reason: reason))))
-    }
+    for messageID in record.unacked.removeAll() { noteFailed(messageID, peerID, reason, into: &actions) }
   }
 
   /// Drops the record of a peer that is neither discovered nor connected.

@@ -2,7 +2,7 @@ extension SessionStateMachine {
   // MARK: Answering invitations
 
   /// Accepts the pending invitation on `connection`.
-  public mutating func accept(_ connection: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func accept(_ connection: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     guard pendingInvitations.contains(where: { $0.connection == connection }) else {
       actions.append(.emit(.error(.rejected("that invitation is no longer pending"))))
       return
@@ -11,7 +11,7 @@ extension SessionStateMachine {
   }
 
   /// Accepts the oldest pending invitation from `peer`.
-  public mutating func accept(peer: PeerID, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func accept(peer: PeerID, now: Duration, into actions: inout [SessionAction]) {
     guard let invitation = pendingInvitations.first(where: { $0.peer.id == peer }) else {
       actions.append(.emit(.error(.rejected("no pending invitation from \(peers[peer]?.peer.description ?? peer.hex)"))))
       return
@@ -20,7 +20,7 @@ extension SessionStateMachine {
   }
 
   /// Declines the oldest pending invitation from `peer`.
-  public mutating func decline(peer: PeerID, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func decline(peer: PeerID, now: Duration, into actions: inout [SessionAction]) {
     guard let invitation = pendingInvitations.first(where: { $0.peer.id == peer }) else {
       actions.append(.emit(.error(.rejected("no pending invitation from \(peers[peer]?.peer.description ?? peer.hex)"))))
       return
@@ -31,7 +31,7 @@ extension SessionStateMachine {
   // MARK: Leaving
 
   /// Ends the session with one peer (GOODBYE `leaving`), or withdraws our invitation to it.
-  public mutating func leave(_ peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func leave(_ peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
     autoConnect[peerID] = nil
     resumable.remove(peerID)
     guard let record = peers[peerID], let id = record.session ?? record.outbound else {
@@ -51,7 +51,7 @@ extension SessionStateMachine {
 
   /// Says goodbye on every connection and declines every pending invitation. New
   /// invitations and connections are refused from now on.
-  public mutating func shutdown(now: Duration, into actions: inout [SessionAction]) {
+  package mutating func shutdown(now: Duration, into actions: inout [SessionAction]) {
     isShuttingDown = true
     for id in connections.keys.sorted() {
       guard let machine = connections[id]?.machine else {
@@ -73,140 +73,170 @@ extension SessionStateMachine {
 
   // MARK: Messages
 
-  /// Sends `body` to connected peers.
-  /// - Returns: the message id (also when nobody could be reached: the error events name it).
-  @discardableResult
-  public mutating func send(_ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction])
-    -> UInt64
-  {
-    sendMessage(body, to: recipients, timestamp: timestamp, now: now, into: &actions).id
+  /// Where a message to some recipients goes right now.
+  package struct Routing {
+    /// The connections to queue it on, in order.
+    package var targets: [ConnectionID] = []
+    /// Recipients reached through a relay, with the relay's connection.
+    var relayed: [PeerID: ConnectionID] = [:]
+    /// Named recipients that cannot be reached.
+    var unreachable: [PeerID] = []
+    /// The recipients that will answer (direct peers that are not relays, then relayed ones).
+    var expected: [PeerID] = []
+    /// The recipients written in the message (empty: everyone).
+    var addressed: [PeerID] = []
+    /// The targets whose peer answers itself (a direct session with a peer that is not a relay).
+    var answering: [ConnectionID] = []
   }
 
-  /// Sends `body` to connected peers.
-  /// - Returns: the message id and the peers it was queued for (each answers with a
-  ///   `delivered` or an `undelivered` error).
-  /// - Parameter id: the message id; `nil` takes the next one of the machine's counter (a
-  ///   shell that assigns ids itself, on another thread, passes them).
-  public mutating func sendMessage(
-    _ body: [UInt8], to recipients: Recipients, id: UInt64? = nil, timestamp: UInt64, now: Duration, into actions: inout [SessionAction]
-  ) -> (id: UInt64, recipients: [PeerID]) {
-    let messageID: UInt64
-    if let id {
-      messageID = id
-    } else {
-      messageID = nextMessageID
-      nextMessageID &+= 1
-    }
-    guard body.count <= ProtocolLimits.maximumBodyLength else {
-      actions.append(.emit(.error(.rejected("message \(messageID) is \(body.count) bytes, more than the limit of 1 MiB"))))
-      return (messageID, [])
-    }
-    var targets: [ConnectionID] = []
-    var relayed: [PeerID: ConnectionID] = [:]
-    let addressed: [PeerID]
+  /// Where a message to `recipients` would go now. - Throws: when nobody can be reached.
+  package func routing(_ recipients: Recipients) throws(SendError) -> Routing {
+    var routing = Routing()
     switch recipients {
     case .all:
-      addressed = []
       for (peerID, record) in peers where peerID != localPeer.id {
         if let id = record.session {
-          targets.append(id)
+          routing.targets.append(id)
         } else if !record.isRelay, let route = record.bestRoute {
-          relayed[peerID] = route
+          routing.relayed[peerID] = route
         }
       }
-      for route in Set(relayed.values) where !targets.contains(route) { targets.append(route) }
-      if targets.isEmpty {
-        actions.append(.emit(.error(.rejected("message \(messageID) not sent: no peer is connected (invite one with /invite NAME)"))))
-        return (messageID, [])
-      }
-      targets.sort()
+      for route in Set(routing.relayed.values) where !routing.targets.contains(route) { routing.targets.append(route) }
+      if routing.targets.isEmpty { throw .notConnected([]) }
+      routing.targets.sort()
     case .peers(let ids):
       var unique: [PeerID] = []
       for id in ids where !unique.contains(id) { unique.append(id) }
+      if unique.isEmpty { throw .noRecipients }
       guard unique.count <= ProtocolLimits.maximumRecipients else {
-        actions.append(.emit(.error(.rejected("message \(messageID) has more than \(ProtocolLimits.maximumRecipients) recipients"))))
-        return (messageID, [])
+        throw .tooManyRecipients(count: unique.count, limit: ProtocolLimits.maximumRecipients)
       }
-      addressed = unique
+      routing.addressed = unique
       for peerID in unique {
         if let id = peers[peerID]?.session {
-          if !targets.contains(id) { targets.append(id) }
+          if !routing.targets.contains(id) { routing.targets.append(id) }
         } else if let route = peers[peerID]?.bestRoute {
-          relayed[peerID] = route
-          if !targets.contains(route) { targets.append(route) }
+          routing.relayed[peerID] = route
+          if !routing.targets.contains(route) { routing.targets.append(route) }
         } else {
-          actions.append(
-            .emit(.error(.undelivered(messageID: messageID, peer: peers[peerID]?.peer, peerID: peerID, reason: .notConnected))))
+          routing.unreachable.append(peerID)
         }
       }
-      if targets.isEmpty { return (messageID, []) }
+      if routing.targets.isEmpty { throw .notConnected(routing.unreachable) }
     }
-    let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: addressed, body: body)
-    var expected: [PeerID] = []
-    for id in targets {
-      let peerID = updateConnection(id) { record -> PeerID? in
-        record.machine?.noteSent(now: now)
-        return record.peerID
-      }
+    for id in routing.targets {
       // A direct session expects an acknowledgement from its peer (relays do not consume).
-      guard let peerID = peerID ?? nil, peerRecord(peerID, { $0.isRelay }) != true else { continue }
-      if case .peers(let ids) = recipients, !ids.contains(peerID) { continue }
-      updateConnection(id) { $0.unacked.append(messageID) }
-      expected.append(peerID)
+      guard let peerID = connection(id, { $0.peerID }) ?? nil, peerRecord(peerID, { $0.isRelay }) != true else { continue }
+      if !routing.addressed.isEmpty, !routing.addressed.contains(peerID) { continue }
+      routing.expected.append(peerID)
+      routing.answering.append(id)
     }
-    if !relayed.isEmpty {
-      relayPending[messageID] = relayed
-      expected += relayed.keys.sorted()
-    }
-    actions.append(.sendMessage(message, targets))
-    return (messageID, expected)
+    routing.expected += routing.relayed.keys.sorted()
+    return routing
   }
 
-  /// A shell that wrote a message to direct sessions itself (on another thread) records it
-  /// here, so the acknowledgements find it (or its loss is reported when a connection closes).
-  public mutating func recordSent(_ messageID: UInt64, on ids: [ConnectionID], now: Duration) {
-    for id in ids {
-      updateConnection(id) { record in
-        record.unacked.append(messageID)
-        record.machine?.noteSent(now: now)
-      }
+  /// The peers a message to `recipients` would reach now and that would answer.
+  package func expectedRecipients(_ recipients: Recipients) -> [Peer] {
+    guard let routing = try? routing(recipients) else { return [] }
+    return routing.expected.compactMap { peers[$0]?.peer }
+  }
+
+  /// Sends `body` to connected peers (and peers reached through relays).
+  /// - Returns: the message id and the peers it is expected to reach (each answers, and the
+  ///   ``DeliveryLedger`` settles the message once all have). A named peer that cannot be
+  ///   reached is reported undelivered (`notConnected`) while the others still get it.
+  /// - Throws: ``SendError`` when nothing can be sent (nobody reachable, too large, ...).
+  @discardableResult
+  package mutating func sendMessage(
+    _ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction]
+  ) throws(SendError) -> (id: MessageID, recipients: [PeerID]) {
+    guard body.count <= ProtocolLimits.maximumBodyLength else {
+      throw .bodyTooLarge(byteCount: body.count, limit: ProtocolLimits.maximumBodyLength)
     }
+    return try sendMessage(body, routing: try routing(recipients), timestamp: timestamp, now: now, into: &actions)
+  }
+
+  /// Sends `body` where ``routing(_:)`` said (for a shell that looked at the targets first).
+  @discardableResult
+  package mutating func sendMessage(
+    _ body: [UInt8], routing: Routing, timestamp: UInt64, now: Duration, into actions: inout [SessionAction]
+  ) throws(SendError) -> (id: MessageID, recipients: [PeerID]) {
+    guard body.count <= ProtocolLimits.maximumBodyLength else {
+      throw .bodyTooLarge(byteCount: body.count, limit: ProtocolLimits.maximumBodyLength)
+    }
+    let messageID = nextMessageID
+    nextMessageID &+= 1
+    let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: routing.addressed, body: body)
+    for id in routing.targets { updateConnection(id) { $0.machine?.noteSent(now: now) } }
+    for id in routing.answering { updateConnection(id) { $0.unacked.append(messageID) } }
+    if !routing.relayed.isEmpty { relayPending[messageID] = routing.relayed }
+    let failures = routing.unreachable.map { DeliveryFailure(peerID: $0, peer: peers[$0]?.peer, reason: .notConnected) }
+    for failure in failures {
+      actions.append(
+        .emit(.error(.undelivered(messageID: MessageID(rawValue: messageID), peer: failure.peer, peerID: failure.peerID, reason: .notConnected))))
+    }
+    if let report = ledger.record(messageID, recipients: routing.expected.count + failures.count, failures: failures), reportsSettlements {
+      actions.append(.settled(report))
+    }
+    actions.append(.sendMessage(message, routing.targets))
+    return (MessageID(rawValue: messageID), routing.expected)
   }
 
   /// The connections a message to `recipients` would be queued on (for a shell that waits
   /// until they have room before sending).
-  public func connections(for recipients: Recipients) -> [ConnectionID] {
+  package func connections(for recipients: Recipients) -> [ConnectionID] {
+    var result: [ConnectionID] = []
     switch recipients {
     case .all:
-      var result: [ConnectionID] = []
       for (peerID, record) in peers where peerID != localPeer.id {
         if let id = record.session {
-          result.append(id)
+          if !result.contains(id) { result.append(id) }
         } else if !record.isRelay, let route = record.bestRoute, !result.contains(route) {
           result.append(route)
         }
       }
-      return result
     case .peers(let ids):
-      var result: [ConnectionID] = []
       for id in ids {
         if let route = peers[id]?.session ?? peers[id]?.bestRoute, !result.contains(route) { result.append(route) }
       }
-      return result
     }
+    return result
   }
 
   /// The shell could not queue a message on a connection (its queue is full).
-  public mutating func sendFailed(messageID: UInt64, on id: ConnectionID, reason: UndeliveredReason, into actions: inout [SessionAction]) {
+  package mutating func sendFailed(messageID: UInt64, on id: ConnectionID, reason: UndeliveredReason, into actions: inout [SessionAction]) {
     if connections[id]?.unacked.remove(messageID) == true, let peerID = connections[id]?.peerID {
-      actions.append(.emit(.error(.undelivered(messageID: messageID, peer: peers[peerID]?.peer, peerID: peerID, reason: reason))))
+      noteFailed(messageID, peerID, reason, into: &actions)
     }
     // Peers reached through that connection (a relay) do not get it either.
     for (recipient, route) in relayPending[messageID] ?? [:] where route == id {
       relayPending[messageID]?[recipient] = nil
-      actions.append(.emit(.error(.undelivered(messageID: messageID, peer: peers[recipient]?.peer, peerID: recipient, reason: reason))))
+      noteFailed(messageID, recipient, reason, into: &actions)
     }
     if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+  }
+
+  /// Whether any message of ours waits for an answer.
+  package var hasPendingDeliveries: Bool { ledger.pendingMessages > 0 }
+
+  /// What became of one of our messages (`nil`: not ours, or forgotten long ago).
+  package func deliveryReport(_ id: MessageID) -> DeliveryReport? { ledger.report(id.rawValue) }
+
+  /// A recipient confirmed one of our messages: report it and settle it in the ledger.
+  mutating func noteDelivered(_ messageID: UInt64, _ peer: Peer, into actions: inout [SessionAction]) {
+    actions.append(.emit(.delivered(messageID: MessageID(rawValue: messageID), to: peer)))
+    if ledger.delivered(messageID), reportsSettlements, let report = ledger.report(messageID) { actions.append(.settled(report)) }
+  }
+
+  /// A recipient will not get one of our messages: report it and settle it in the ledger.
+  mutating func noteFailed(_ messageID: UInt64, _ peerID: PeerID, _ reason: UndeliveredReason, into actions: inout [SessionAction]) {
+    let peer = peers[peerID]?.peer
+    actions.append(.emit(.error(.undelivered(messageID: MessageID(rawValue: messageID), peer: peer, peerID: peerID, reason: reason))))
+    if ledger.failed(messageID, DeliveryFailure(peerID: peerID, peer: peer, reason: reason)), reportsSettlements,
+      let report = ledger.report(messageID)
+    {
+      actions.append(.settled(report))
+    }
   }
 
   mutating func deliver(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
@@ -230,9 +260,9 @@ extension SessionStateMachine {
       // A peer behind a relay whose roster entry has not arrived (yet): name it by its id.
       from = Peer(id: message.sender, name: try! DisplayName("peer-\(message.sender.shortHex)"))
     }
-    actions.append(
-      .emit(.message(ReceivedMessage(id: message.id, from: from, isPrivate: message.isPrivate, timestamp: message.timestamp, body: message.body))))
-    updateConnection(id) { $0.acks.append(Ack(origin: message.sender, id: message.id)) }
+    let received = ReceivedMessage(
+      id: MessageID(rawValue: message.id), from: from, isPrivate: message.isPrivate, timestamp: message.timestamp, body: message.body)
+    actions.append(.deliver(received, from: id))
   }
 
   mutating func acknowledged(_ delivered: Frame.Delivered, on id: ConnectionID, into actions: inout [SessionAction]) {
@@ -244,45 +274,41 @@ extension SessionStateMachine {
     let direct = peers[delivered.recipient]?.session
     for messageID in delivered.ids {
       if let direct, updateConnection(direct, { $0.unacked.remove(messageID) }) == true {
-        actions.append(.emit(.delivered(messageID: messageID, to: peer)))
+        noteDelivered(messageID, peer, into: &actions)
       } else if relayPending[messageID]?.removeValue(forKey: delivered.recipient) != nil {
         if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
-        actions.append(.emit(.delivered(messageID: messageID, to: peer)))
+        noteDelivered(messageID, peer, into: &actions)
       }
     }
   }
 
-  mutating func flushAcknowledgements(on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
-    guard
-      let acks = updateConnection(
-        id,
-        { record -> [Ack] in
-          defer { record.acks.removeAll(keepingCapacity: true) }
-          return record.acks
-        }), !acks.isEmpty
-    else { return }
-    // Usually every message of a batch has one origin (the peer on the connection).
-    var origins: [PeerID] = []
-    var idsByOrigin: [PeerID: [UInt64]] = [:]
-    if acks.allSatisfy({ $0.origin == acks[0].origin }) {
-      origins = [acks[0].origin]
-      idsByOrigin[acks[0].origin] = acks.map(\.id)
-    } else {
-      for ack in acks {
-        if idsByOrigin[ack.origin] == nil { origins.append(ack.origin) }
-        idsByOrigin[ack.origin, default: []].append(ack.id)
+  /// The application has taken these messages: acknowledge them to their origins (one
+  /// DELIVERED per connection and origin, split at the protocol's limit). Messages whose
+  /// connection has closed meanwhile are not acknowledged (the sender reports them failed).
+  package mutating func acknowledge(_ taken: [TakenMessage], now: Duration, into actions: inout [SessionAction]) {
+    guard !taken.isEmpty else { return }
+    // Usually every message of a batch is from one connection and one origin.
+    var groups: [(connection: ConnectionID, origin: PeerID, ids: [UInt64])] = []
+    for message in taken {
+      if let last = groups.indices.last, groups[last].connection == message.connection, groups[last].origin == message.origin {
+        groups[last].ids.append(message.id)
+      } else if let index = groups.firstIndex(where: { $0.connection == message.connection && $0.origin == message.origin }) {
+        groups[index].ids.append(message.id)
+      } else {
+        groups.append((message.connection, message.origin, [message.id]))
       }
     }
-    for origin in origins {
-      let ids = idsByOrigin[origin]!
+    for group in groups {
+      guard updateConnection(group.connection, { $0.machine?.state == .connected }) == true else { continue }
       var start = 0
-      while start < ids.count {
-        let end = min(start + ProtocolLimits.maximumDeliveredIDs, ids.count)
-        actions.append(.send(id, .delivered(Frame.Delivered(origin: origin, recipient: localPeer.id, ids: Array(ids[start..<end])))))
+      while start < group.ids.count {
+        let end = min(start + ProtocolLimits.maximumDeliveredIDs, group.ids.count)
+        let frame = Frame.Delivered(origin: group.origin, recipient: localPeer.id, ids: Array(group.ids[start..<end]))
+        actions.append(.send(group.connection, .delivered(frame)))
         start = end
       }
+      updateConnection(group.connection) { $0.machine?.noteSent(now: now) }
     }
-    updateConnection(id) { $0.machine?.noteSent(now: now) }
   }
 
   /// In-place access to a connection's record. (Mutating through `connections[id]` moves the

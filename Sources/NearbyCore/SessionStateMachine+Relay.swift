@@ -62,13 +62,7 @@ extension SessionStateMachine {
     for (messageID, expected) in relayPending {
       for (recipient, route) in expected where route == id {
         relayPending[messageID]?[recipient] = nil
-        actions.append(
-          .emit(
-            .error(
-              .undelivered(
-                messageID: messageID, peer: peers[recipient]?.peer, peerID: recipient,
-                reason: .connectionClosed(.connectionLost("the relay went away")))
-            )))
+        noteFailed(messageID, recipient, .connectionClosed(.connectionLost("the relay went away")), into: &actions)
       }
       if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
     }
@@ -99,7 +93,7 @@ extension SessionStateMachine {
         peers[other]?.routes[id] = nil
       } else if entry.hops >= 1, entry.hops <= Self.maximumRouteHops {
         peers[other]?.routes[id] = entry.hops
-        if peers[other]?.session == nil { peers[other]?.peer = entry.peer }
+        if peers[other]?.session == nil, let known = peers[other]?.peer { peers[other]?.peer = known.renamed(entry.peer.name) }
       }
       changed.append(other)
     }
@@ -186,7 +180,7 @@ extension SessionStateMachine {
   }
 
   /// The shell could not queue a message on a connection: a relay reports it to the origin.
-  public mutating func forwardFailed(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
+  package mutating func forwardFailed(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
     guard isRelay, message.sender != localPeer.id, let recipient = connections[id]?.peerID else { return }
     relayStatistics.queueFullDrops += 1
     let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: recipient, reason: .queueFull)

@@ -3,38 +3,32 @@
 /// waiting for acknowledgement. Inputs are discoveries, connection outcomes, frames,
 /// decisions and the time; outputs are ``SessionAction``s appended to an array. The session
 /// actor only performs them, so everything here is tested without sockets or clocks.
-public struct SessionStateMachine: Sendable {
+package struct SessionStateMachine: Sendable {
   /// The settings of a session.
-  public struct Configuration: Sendable {
-    public var local: Peer
-    public var capabilities: Capabilities = []
-    public var acceptPolicy: AcceptPolicy = .ask
+  package struct Configuration: Sendable {
+    package var local: Peer
+    package var capabilities: Capabilities = []
+    package var acceptPolicy: AcceptPolicy = .ask
     /// Peers whose invitations are always accepted.
-    public var allowList: Set<PeerID> = []
-    public var timeouts = ConnectionTimeouts()
+    package var allowList: Set<PeerID> = []
+    package var timeouts = ConnectionTimeouts()
     /// The timeout of our invitations unless the caller gives one.
-    public var invitationTimeout: Duration = .seconds(30)
+    package var invitationTimeout: Duration = .seconds(30)
     /// Connections that have not reached `connected`; more are refused with ERROR `busy`.
-    public var maximumPendingConnections = 64
+    package var maximumPendingConnections = 64
     /// Invitations waiting for an answer; more are declined with `busy`.
-    public var maximumPendingInvitations = 32
+    package var maximumPendingInvitations = 32
     /// Connected peers; invitations beyond are declined with `busy`. `nil`: no limit.
-    public var maximumPeers: Int?
+    package var maximumPeers: Int?
     /// How many message identities relays (and peers behind relays) remember to drop copies.
-    public var seenMessagesCapacity = 65_536
+    package var seenMessagesCapacity = 65_536
     /// Invite every peer that is found (relays: `--connect-found`).
-    public var connectFound = false
+    package var connectFound = false
 
-    public init(local: Peer) { self.local = local }
+    package init(local: Peer) { self.local = local }
 
     /// Whether we are a relay (we forward messages and send rosters).
-    public var isRelay: Bool { capabilities.contains(.relay) }
-  }
-
-  /// A message id received, to acknowledge to its origin.
-  struct Ack: Sendable {
-    let origin: PeerID
-    let id: UInt64
+    package var isRelay: Bool { capabilities.contains(.relay) }
   }
 
   struct ConnectionRecord: Sendable {
@@ -51,9 +45,7 @@ public struct SessionStateMachine: Sendable {
     /// Inbound: the invitation waits for the person's answer.
     var awaitingAnswer = false
     /// Messages sent on this connection and not yet acknowledged.
-    var unacked = UInt64Queue()
-    /// Messages received in the current batch, to acknowledge in one frame per origin.
-    var acks: [Ack] = []
+    var unacked = RingBuffer<UInt64>()
     /// The peer on this connection is a relay.
     var toRelay = false
   }
@@ -78,21 +70,26 @@ public struct SessionStateMachine: Sendable {
     }
   }
 
-  public private(set) var configuration: Configuration
+  package private(set) var configuration: Configuration
   var connections: [ConnectionID: ConnectionRecord] = [:]
   var peers: [PeerID: PeerRecord] = [:]
   /// Invitations waiting for the person's answer, oldest first.
-  public internal(set) var pendingInvitations: [IncomingInvitation] = []
+  package internal(set) var pendingInvitations: [Invitation] = []
   private var nextConnection: UInt64 = 1
   private var nextInvitationID: UInt64
   var nextMessageID: UInt64
-  public internal(set) var isShuttingDown = false
+  package internal(set) var isShuttingDown = false
   /// Messages already seen (relays, and peers with a relay connection).
   var seen: SeenMessages
   /// Messages we sent through relays and their expected recipients → route.
   var relayPending: [UInt64: [PeerID: ConnectionID]] = [:]
+  /// Our own messages until every recipient has answered.
+  var ledger = DeliveryLedger()
+  /// Whether settled messages are reported (``SessionAction/settled(_:)``): only while the
+  /// shell has someone waiting for a report, to spare the per-message work otherwise.
+  package var reportsSettlements = false
   /// What a relay forwarded and dropped.
-  public internal(set) var relayStatistics = RelayStatistics()
+  package internal(set) var relayStatistics = RelayStatistics()
   /// Peers the session invites by itself, with their backoff.
   var autoConnect: [PeerID: AutoConnect] = [:]
   /// Peers whose session was lost without a goodbye: their invitations are accepted.
@@ -103,7 +100,7 @@ public struct SessionStateMachine: Sendable {
   ///   - seed: the first message id and invitation id; pass random values (tests pass fixed ones).
   ///   Message ids start below 2³¹ so they stay exact in JSON numbers (2⁵³) for a very long
   ///   time while still differing between runs (PROTOCOL.md section 2.4).
-  public init(
+  package init(
     configuration: Configuration, messageIDSeed: UInt64 = UInt64.random(in: 1...(1 << 31)),
     invitationIDSeed: UInt64 = UInt64.random(in: 0...UInt64.max)
   ) {
@@ -113,26 +110,26 @@ public struct SessionStateMachine: Sendable {
     self.seen = SeenMessages(capacity: configuration.seenMessagesCapacity)
   }
 
-  public var localPeer: Peer { configuration.local }
+  package var localPeer: Peer { configuration.local }
 
   /// Changes the accept policy and allow-list (for example after SIGHUP).
-  public mutating func setAcceptPolicy(_ policy: AcceptPolicy, allowList: Set<PeerID>) {
+  package mutating func setAcceptPolicy(_ policy: AcceptPolicy, allowList: Set<PeerID>) {
     configuration.acceptPolicy = policy
     configuration.allowList = allowList
   }
 
   /// Peers with an established session.
-  public var connectedPeers: [Peer] {
+  package var connectedPeers: [Peer] {
     peers.values.filter { $0.session != nil }.map(\.peer).sorted { $0.name.value < $1.name.value }
   }
 
   /// Whether any peer is reached through a relay, or any session is with a relay.
-  public var hasRelayRoutes: Bool {
+  package var hasRelayRoutes: Bool {
     connections.values.contains { $0.toRelay } || peers.values.contains { !$0.routes.isEmpty }
   }
 
   /// Peers reached through a relay (not directly connected), with the relay.
-  public var relayedPeers: [(peer: Peer, via: Peer)] {
+  package var relayedPeers: [(peer: Peer, via: Peer)] {
     peers.values.compactMap { record -> (Peer, Peer)? in
       guard record.session == nil, let route = record.bestRoute, let relay = connectionPeer(route) else { return nil }
       return (record.peer, relay)
@@ -140,45 +137,49 @@ public struct SessionStateMachine: Sendable {
   }
 
   /// Peers currently seen through DNS-SD.
-  public var discoveredPeers: [DiscoveredPeer] {
+  package var discoveredPeers: [DiscoveredPeer] {
     peers.values.compactMap(\.discovered).sorted { $0.peer.name.value < $1.peer.name.value }
   }
 
   /// What we know of a peer (its latest name).
-  public func peer(_ id: PeerID) -> Peer? { peers[id]?.peer }
+  package func peer(_ id: PeerID) -> Peer? { peers[id]?.peer }
 
   /// Whether a session with the peer is established.
-  public func isConnected(_ id: PeerID) -> Bool { peers[id]?.session != nil }
+  package func isConnected(_ id: PeerID) -> Bool { peers[id]?.session != nil }
 
   /// The connection carrying the session with a peer.
-  public func sessionConnection(_ id: PeerID) -> ConnectionID? { peers[id]?.session }
+  package func sessionConnection(_ id: PeerID) -> ConnectionID? { peers[id]?.session }
 
   /// The peer on a connection, once known.
-  public func connectionPeer(_ id: ConnectionID) -> Peer? {
+  package func connectionPeer(_ id: ConnectionID) -> Peer? {
     connections[id]?.peerID.flatMap { peers[$0]?.peer }
   }
 
   /// Connections that exist (any state), for the shell's bookkeeping.
-  public var connectionIDs: [ConnectionID] { Array(connections.keys) }
+  package var connectionIDs: [ConnectionID] { Array(connections.keys) }
 
   /// The connection's protocol state, if it exists.
-  public func connectionState(_ id: ConnectionID) -> ConnectionStateMachine.State? {
+  package func connectionState(_ id: ConnectionID) -> ConnectionStateMachine.State? {
     connections[id]?.machine?.state
   }
 
   /// How many sent messages wait for acknowledgement on a connection.
-  public func unacknowledgedCount(_ id: ConnectionID) -> Int { connections[id]?.unacked.count ?? 0 }
+  package func unacknowledgedCount(_ id: ConnectionID) -> Int { connections[id]?.unacked.count ?? 0 }
 
   // MARK: Discovery
 
   /// The browser found a peer or saw it change.
-  public mutating func discovered(_ found: DiscoveredPeer, into actions: inout [SessionAction]) {
+  package mutating func discovered(_ found: DiscoveredPeer, into actions: inout [SessionAction]) {
     let id = found.peer.id
     guard id != localPeer.id else { return }
     if var record = peers[id] {
       let isNew = record.discovered == nil
       record.discovered = found
-      if record.session == nil { record.peer = found.peer }
+      if record.session == nil {
+        record.peer = found.peer
+      } else {
+        record.peer.info = found.peer.info
+      }
       record.isRelay = record.isRelay || found.advertisement.isRelay
       peers[id] = record
       actions.append(.emit(isNew ? .found(found) : .updated(found)))
@@ -193,7 +194,7 @@ public struct SessionStateMachine: Sendable {
   }
 
   /// The browser lost the last instance of a peer.
-  public mutating func lost(_ id: PeerID, into actions: inout [SessionAction]) {
+  package mutating func lost(_ id: PeerID, into actions: inout [SessionAction]) {
     guard var record = peers[id], record.discovered != nil else { return }
     record.discovered = nil
     actions.append(.emit(.lost(record.peer)))
@@ -213,7 +214,7 @@ public struct SessionStateMachine: Sendable {
   /// Invites a known peer: connects to its endpoints, then sends INVITE.
   /// Inviting a connected peer or one we already invite does nothing but say so; inviting a
   /// peer whose own invitation waits for our answer accepts it.
-  public mutating func invite(_ id: PeerID, context: [UInt8], timeout: Duration? = nil, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func invite(_ id: PeerID, context: [UInt8], timeout: Duration? = nil, now: Duration, into actions: inout [SessionAction]) {
     guard !isShuttingDown else { return }
     guard let record = peers[id] else {
       actions.append(.emit(.error(.rejected("unknown peer \(id.hex): it has not been found on the network"))))
@@ -244,7 +245,7 @@ public struct SessionStateMachine: Sendable {
   }
 
   /// Invites whoever listens at `endpoints` (a peer not found through DNS-SD).
-  public mutating func invite(endpoints: [Endpoint], context: [UInt8], timeout: Duration? = nil, into actions: inout [SessionAction]) {
+  package mutating func invite(endpoints: [Endpoint], context: [UInt8], timeout: Duration? = nil, into actions: inout [SessionAction]) {
     guard !isShuttingDown, !endpoints.isEmpty else { return }
     guard let invite = makeInvite(context: context, timeout: timeout, into: &actions) else { return }
     let connection = newConnectionID()
@@ -279,7 +280,7 @@ public struct SessionStateMachine: Sendable {
   // MARK: Connection lifecycle
 
   /// The outbound TCP connection is up: send HELLO.
-  public mutating func connectionEstablished(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func connectionEstablished(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     guard var record = connections[id], record.machine == nil else { return }
     var machine = ConnectionStateMachine(
       role: .connector(expecting: record.peerID), hello: localHello, timeouts: configuration.timeouts, now: now)
@@ -289,7 +290,7 @@ public struct SessionStateMachine: Sendable {
   }
 
   /// No endpoint answered.
-  public mutating func connectFailed(_ id: ConnectionID, detail: String, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func connectFailed(_ id: ConnectionID, detail: String, now: Duration, into actions: inout [SessionAction]) {
     guard let record = connections.removeValue(forKey: id) else { return }
     let peer = record.peerID.flatMap { peers[$0]?.peer }
     if let peerID = record.peerID, peers[peerID]?.outbound == id {
@@ -304,7 +305,7 @@ public struct SessionStateMachine: Sendable {
 
   /// A peer connected to our listener: send HELLO (or refuse it when too many connections
   /// are still handshaking).
-  public mutating func connectionAccepted(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func connectionAccepted(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     var machine = ConnectionStateMachine(role: .listener, hello: localHello, timeouts: configuration.timeouts, now: now)
     actions.append(.send(id, machine.start(now: now)))
     let pending = connections.values.filter { $0.machine.map { $0.state != .connected } ?? true }.count
@@ -318,38 +319,41 @@ public struct SessionStateMachine: Sendable {
   }
 
   /// Reserves an id for a connection the listener accepted.
-  public mutating func reserveConnectionID() -> ConnectionID { newConnectionID() }
+  package mutating func reserveConnectionID() -> ConnectionID { newConnectionID() }
 
   private var localHello: Frame.Hello {
     Frame.Hello(minVersion: 1, maxVersion: UInt8(ProtocolLimits.version), capabilities: configuration.capabilities, peer: localPeer)
   }
 
-  /// Frames from a connection, in order. Acknowledgements for the messages among them are
-  /// sent as one DELIVERED per origin at the end of the batch.
-  public mutating func received(_ frames: [Frame], on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+  /// Frames from a connection, in order. Messages among them are acknowledged once the
+  /// application has taken them (``acknowledge(_:now:into:)``).
+  package mutating func received(_ frames: [Frame], on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     for frame in frames {
       guard let transition = updateConnection(id, { $0.machine?.receive(frame, now: now) }) ?? nil else { break }
       perform(transition, on: id, now: now, into: &actions)
     }
-    flushAcknowledgements(on: id, now: now, into: &actions)
+  }
+
+  /// The shell stopped (or resumed) reading a connection because the application is behind:
+  /// the peer is not timed out for the silence that causes.
+  package mutating func readingPaused(_ id: ConnectionID, _ paused: Bool, now: Duration) {
+    updateConnection(id) { $0.machine?.readingPaused(paused, now: now) }
   }
 
   /// The bytes of a connection could not be decoded.
-  public mutating func receiveFailed(_ error: FrameDecodingError, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func receiveFailed(_ error: FrameDecodingError, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     guard connections[id]?.machine != nil else { return }
-    flushAcknowledgements(on: id, now: now, into: &actions)
     let transition = connections[id]!.machine!.receiveFailed(error, now: now)
     perform(transition, on: id, now: now, into: &actions)
   }
 
   /// The connection reached EOF or failed.
-  public mutating func connectionClosed(_ id: ConnectionID, detail: String, now: Duration, into actions: inout [SessionAction]) {
+  package mutating func connectionClosed(_ id: ConnectionID, detail: String, now: Duration, into actions: inout [SessionAction]) {
     guard connections[id] != nil else { return }
     guard connections[id]!.machine != nil else {
       connectFailed(id, detail: detail, now: now, into: &actions)
       return
     }
-    flushAcknowledgements(on: id, now: now, into: &actions)
     let transition = connections[id]!.machine!.connectionLost(detail)
     perform(transition, on: id, now: now, into: &actions)
     // Whatever the machine said, the socket is gone.
@@ -359,7 +363,7 @@ public struct SessionStateMachine: Sendable {
   // MARK: Time
 
   /// The earliest deadline of any connection or automatic invitation.
-  public var nextDeadline: Duration? {
+  package var nextDeadline: Duration? {
     let connection = connections.values.compactMap { $0.machine?.nextDeadline }.min()
     let automatic = autoConnect.values.map(\.nextAttempt).min()
     switch (connection, automatic) {
@@ -371,7 +375,7 @@ public struct SessionStateMachine: Sendable {
   }
 
   /// Runs every connection's timers.
-  public mutating func tick(now: Duration, into actions: inout [SessionAction]) {
+  package mutating func tick(now: Duration, into actions: inout [SessionAction]) {
     for id in connections.keys.sorted() {
       guard let deadline = connections[id]?.machine?.nextDeadline, deadline <= now else { continue }
       let transition = connections[id]!.machine!.tick(now: now)

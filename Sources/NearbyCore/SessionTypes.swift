@@ -1,9 +1,9 @@
 /// Identifies one TCP connection inside a session.
-public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
-  public let rawValue: UInt64
-  public init(_ rawValue: UInt64) { self.rawValue = rawValue }
-  public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-  public var description: String { "#\(rawValue)" }
+package struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConvertible {
+  package let rawValue: UInt64
+  package init(_ rawValue: UInt64) { self.rawValue = rawValue }
+  package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+  package var description: String { "#\(rawValue)" }
 }
 
 /// A numeric address and port to connect to.
@@ -27,20 +27,24 @@ public struct Endpoint: Hashable, Sendable, CustomStringConvertible {
 
 /// A peer seen through DNS-SD.
 public struct DiscoveredPeer: Hashable, Sendable {
-  public var advertisement: PeerAdvertisement
+  package var advertisement: PeerAdvertisement
   /// The host name the instance resolved to (`host-a.local.`).
   public var hostName: String
   /// Where it listens, best first.
   public var endpoints: [Endpoint]
 
-  public init(advertisement: PeerAdvertisement, hostName: String, endpoints: [Endpoint]) {
+  package init(advertisement: PeerAdvertisement, hostName: String, endpoints: [Endpoint]) {
     self.advertisement = advertisement
     self.hostName = hostName
     self.endpoints = endpoints
   }
 
+  /// The peer: its id and display name.
   public var peer: Peer { advertisement.peer }
+  /// The discovery info it publishes.
   public var info: DiscoveryInfo { advertisement.info }
+  /// Whether it is a relay (TXT `relay=1`).
+  public var isRelay: Bool { advertisement.isRelay }
 }
 
 /// How the session answers invitations.
@@ -54,8 +58,8 @@ public enum AcceptPolicy: String, Hashable, Sendable, CaseIterable {
 }
 
 /// An invitation waiting for our answer.
-public struct IncomingInvitation: Hashable, Sendable {
-  public let connection: ConnectionID
+public struct Invitation: Hashable, Sendable {
+  package let connection: ConnectionID
   public let invitationID: UInt64
   public let peer: Peer
   public let context: [UInt8]
@@ -72,7 +76,7 @@ public enum Recipients: Hashable, Sendable {
 
 /// A message handed to the application.
 public struct ReceivedMessage: Hashable, Sendable {
-  public let id: UInt64
+  public let id: MessageID
   public let from: Peer
   /// Sent to named peers rather than to all.
   public let isPrivate: Bool
@@ -80,7 +84,7 @@ public struct ReceivedMessage: Hashable, Sendable {
   public let timestamp: UInt64
   public let body: [UInt8]
 
-  public init(id: UInt64, from: Peer, isPrivate: Bool, timestamp: UInt64, body: [UInt8]) {
+  public init(id: MessageID, from: Peer, isPrivate: Bool, timestamp: UInt64, body: [UInt8]) {
     self.id = id
     self.from = from
     self.isPrivate = isPrivate
@@ -116,7 +120,7 @@ public enum UndeliveredReason: Hashable, Sendable, CustomStringConvertible {
 /// Errors reported on the event stream.
 public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A message (by id) did not reach `peer`.
-  case undelivered(messageID: UInt64, peer: Peer?, peerID: PeerID, reason: UndeliveredReason)
+  case undelivered(messageID: MessageID, peer: Peer?, peerID: PeerID, reason: UndeliveredReason)
   /// No endpoint of the peer answered.
   case connectFailed(peer: Peer?, detail: String)
   /// A request named a peer we do not know, or asked for something impossible.
@@ -142,8 +146,8 @@ public enum SessionEvent: Hashable, Sendable {
   case found(DiscoveredPeer)
   case updated(DiscoveredPeer)
   case lost(Peer)
-  /// An invitation waits for ``SessionStateMachine/accept(peer:now:into:)`` or decline.
-  case invitation(IncomingInvitation)
+  /// An invitation waits for an answer: accept or decline it.
+  case invitation(Invitation)
   /// A pending invitation went away unanswered (timeout, or the inviter left).
   case invitationWithdrawn(Peer, String)
   case connecting(Peer)
@@ -152,7 +156,8 @@ public enum SessionEvent: Hashable, Sendable {
   case declined(Peer, DeclineReason)
   case disconnected(Peer, DisconnectReason)
   case message(ReceivedMessage)
-  case delivered(messageID: UInt64, to: Peer)
+  /// A peer's application took a message of ours (see ``DeliveryReport`` for all of them).
+  case delivered(messageID: MessageID, to: Peer)
   case error(SessionError)
   /// A peer we are not connected to can be reached through a relay (messages to it work).
   case reachable(Peer, via: Peer)
@@ -179,7 +184,7 @@ public enum SessionStatus: Hashable, Sendable {
 }
 
 /// What the session asks its shell to do.
-public enum SessionAction: Sendable {
+package enum SessionAction: Sendable {
   /// Open a TCP connection, trying the endpoints in order; report the outcome with
   /// ``SessionStateMachine/connectionEstablished(_:now:into:)`` or
   /// ``SessionStateMachine/connectFailed(_:detail:now:into:)``.
@@ -189,6 +194,24 @@ public enum SessionAction: Sendable {
   case sendMessage(Frame.Message, [ConnectionID])
   case close(ConnectionID, CloseAction)
   case emit(SessionEvent)
+  /// Hand a message to the application; acknowledge it (``SessionStateMachine/acknowledge(_:now:into:)``)
+  /// once the application has taken it.
+  case deliver(ReceivedMessage, from: ConnectionID)
+  /// One of our messages is settled: every recipient confirmed it or failed.
+  case settled(DeliveryReport)
+}
+
+/// A received message the application has taken, to acknowledge on its connection.
+package struct TakenMessage: Hashable, Sendable {
+  package let connection: ConnectionID
+  package let origin: PeerID
+  package let id: UInt64
+
+  package init(connection: ConnectionID, origin: PeerID, id: UInt64) {
+    self.connection = connection
+    self.origin = origin
+    self.id = id
+  }
 }
 
 /// Counters of a relay, for its stats line.

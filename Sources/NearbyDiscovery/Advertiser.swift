@@ -8,7 +8,7 @@ import Synchronization
 #endif
 
 /// What an advertiser reports.
-public enum AdvertiserEvent: Sendable, Hashable {
+package enum AdvertiserEvent: Sendable, Hashable {
   /// The service is registered under `name` (the daemon may have renamed it on a conflict).
   case registered(name: String)
   /// Registration failed or the daemon went away; the advertiser retries by itself.
@@ -22,14 +22,14 @@ public enum AdvertiserEvent: Sendable, Hashable {
 ///
 /// All DNS-SD calls run on the event loop thread. When the daemon is missing or dies, the
 /// advertiser reports it once and registers again by itself when the daemon is back.
-public final class Advertiser: @unchecked Sendable {
-  public let serviceType: ServiceType
-  public let port: UInt16
-  public let loop: EventLoop
-  public let events: AsyncStream<AdvertiserEvent>
+package final class Advertiser: @unchecked Sendable {
+  package let serviceType: ServiceType
+  package let port: UInt16
+  package let loop: EventLoop
   /// How long to wait before registering again after a failure.
-  public var retryInterval: Duration = .seconds(2)
-  private let continuation: AsyncStream<AdvertiserEvent>.Continuation
+  package var retryInterval: Duration = .seconds(2)
+  /// Receives the events, on the loop thread.
+  private let sink: @Sendable (AdvertiserEvent) -> Void
 
   /// Peer, version and relay flag never change; only the info does.
   private let baseAdvertisement: PeerAdvertisement
@@ -45,21 +45,25 @@ public final class Advertiser: @unchecked Sendable {
   private let registeredName = Mutex<String?>(nil)
 
   /// - Throws: ``DiscoveryInfoError`` when the TXT record would break the limits.
-  public init(advertisement: PeerAdvertisement, serviceType: ServiceType, port: UInt16, loop: EventLoop) throws(DiscoveryInfoError) {
+  /// - Parameter sink: called with every event, on the loop thread, in order.
+  package init(
+    advertisement: PeerAdvertisement, serviceType: ServiceType, port: UInt16, loop: EventLoop,
+    sink: @escaping @Sendable (AdvertiserEvent) -> Void
+  ) throws(DiscoveryInfoError) {
     _ = try advertisement.txtRecord()
     self.advertisement = advertisement
     self.baseAdvertisement = advertisement
     self.serviceType = serviceType
     self.port = port
     self.loop = loop
-    (events, continuation) = AsyncStream.makeStream(of: AdvertiserEvent.self)
+    self.sink = sink
   }
 
   /// The name the daemon registered, once known.
-  public var name: String? { registeredName.withLock { $0 } }
+  package var name: String? { registeredName.withLock { $0 } }
 
   /// Starts advertising (idempotent).
-  public func start() {
+  package func start() {
     loop.execute { [self] in
       guard !running else { return }
       running = true
@@ -68,7 +72,7 @@ public final class Advertiser: @unchecked Sendable {
   }
 
   /// Withdraws the advertisement (idempotent); ``start()`` may be called again.
-  public func stop() {
+  package func stop() {
     loop.execute { [self] in
       running = false
       nameAttempt = 1
@@ -76,18 +80,17 @@ public final class Advertiser: @unchecked Sendable {
     }
   }
 
-  /// Stops and ends the event stream.
-  public func finish() {
+  /// Stops for good; nothing more reaches the sink.
+  package func finish() {
     loop.execute { [self] in
       running = false
       withdraw()
-      continuation.finish()
     }
   }
 
   /// Publishes new discovery info; peers that resolve the instance see it (an update).
   /// - Throws: ``DiscoveryInfoError`` when the record would be too large.
-  public func update(info: DiscoveryInfo) throws(DiscoveryInfoError) {
+  package func update(info: DiscoveryInfo) throws(DiscoveryInfoError) {
     var changed = baseAdvertisement
     changed.info = info
     let record = try changed.txtRecord()
@@ -99,7 +102,7 @@ public final class Advertiser: @unchecked Sendable {
         DNSServiceUpdateRecord(ref, nil, 0, UInt16(raw.count), raw.baseAddress, 0)
       }
       if result == Int32(kDNSServiceErr_NoError) {
-        continuation.yield(.infoUpdated)
+        sink(.infoUpdated)
       } else {
         // Fall back to registering again with the new record.
         withdraw()
@@ -150,7 +153,7 @@ public final class Advertiser: @unchecked Sendable {
     if error == Int32(kDNSServiceErr_NoError) {
       reportedFailure = nil
       registeredName.withLock { $0 = name }
-      continuation.yield(.registered(name: name ?? advertisement.peer.name.value))
+      sink(.registered(name: name ?? advertisement.peer.name.value))
     } else if error == Int32(kDNSServiceErr_NameConflict) {
       withdraw()
       if !renameAfterConflict() { failed(DNSServiceError(code: error, operation: "DNSServiceRegister")) }
@@ -183,7 +186,7 @@ public final class Advertiser: @unchecked Sendable {
     withdraw()
     if reportedFailure != error.code {
       reportedFailure = error.code
-      continuation.yield(.failed(error))
+      sink(.failed(error))
     }
     guard running else { return }
     retryTimer = loop.schedule(after: retryInterval) { [self] in

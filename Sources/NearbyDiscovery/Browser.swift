@@ -7,7 +7,7 @@ import NearbyTransport
 #endif
 
 /// What a browser reports.
-public enum BrowserEvent: Sendable, Hashable {
+package enum BrowserEvent: Sendable, Hashable {
   case found(DiscoveredPeer)
   case updated(DiscoveredPeer)
   case lost(Peer)
@@ -23,13 +23,13 @@ public enum BrowserEvent: Sendable, Hashable {
 /// the host's A and AAAA records with `DNSServiceQueryRecord` (Avahi's compatibility layer
 /// has no `DNSServiceGetAddrInfo`, and `getaddrinfo` would block). ``PeerDirectory`` merges
 /// the instances of one peer id. Everything runs on the event loop thread.
-public final class Browser: @unchecked Sendable {
-  public let serviceType: ServiceType
-  public let loop: EventLoop
-  public let events: AsyncStream<BrowserEvent>
+package final class Browser: @unchecked Sendable {
+  package let serviceType: ServiceType
+  package let loop: EventLoop
   /// How long to wait before browsing again after a failure.
-  public var retryInterval: Duration = .seconds(2)
-  private let continuation: AsyncStream<BrowserEvent>.Continuation
+  package var retryInterval: Duration = .seconds(2)
+  /// Receives the events, on the loop thread.
+  private let sink: @Sendable (BrowserEvent) -> Void
 
   // Loop thread only.
   private var directory: PeerDirectory
@@ -41,15 +41,19 @@ public final class Browser: @unchecked Sendable {
 
   /// - Parameters:
   ///   - localPeer: our own id, whose advertisement is not reported unless `includeOwnPeer`.
-  public init(serviceType: ServiceType, localPeer: PeerID? = nil, includeOwnPeer: Bool = false, loop: EventLoop) {
+  ///   - sink: called with every event, on the loop thread, in order.
+  package init(
+    serviceType: ServiceType, localPeer: PeerID? = nil, includeOwnPeer: Bool = false, loop: EventLoop,
+    sink: @escaping @Sendable (BrowserEvent) -> Void
+  ) {
     self.serviceType = serviceType
     self.loop = loop
     self.directory = PeerDirectory(localPeer: localPeer, includeOwnPeer: includeOwnPeer)
-    (events, continuation) = AsyncStream.makeStream(of: BrowserEvent.self)
+    self.sink = sink
   }
 
   /// Starts browsing (idempotent).
-  public func start() {
+  package func start() {
     loop.execute { [self] in
       guard !running else { return }
       running = true
@@ -57,12 +61,11 @@ public final class Browser: @unchecked Sendable {
     }
   }
 
-  /// Stops browsing, ends the event stream and releases every DNS-SD ref.
-  public func finish() {
+  /// Stops browsing and releases every DNS-SD ref; nothing more reaches the sink.
+  package func finish() {
     loop.execute { [self] in
       running = false
       tearDown(reportLost: false)
-      continuation.finish()
     }
   }
 
@@ -121,10 +124,10 @@ public final class Browser: @unchecked Sendable {
   private func publish(_ changes: [PeerDirectory.Change]) {
     for change in changes {
       switch change {
-      case .found(let peer): continuation.yield(.found(peer))
-      case .updated(let peer): continuation.yield(.updated(peer))
-      case .lost(let peer): continuation.yield(.lost(peer))
-      case .notANearbyPeer(let instance, let reason): continuation.yield(.notANearbyPeer(instance: instance, reason: reason))
+      case .found(let peer): sink(.found(peer))
+      case .updated(let peer): sink(.updated(peer))
+      case .lost(let peer): sink(.lost(peer))
+      case .notANearbyPeer(let instance, let reason): sink(.notANearbyPeer(instance: instance, reason: reason))
       }
     }
   }
@@ -148,7 +151,7 @@ public final class Browser: @unchecked Sendable {
     tearDown(reportLost: true)
     if reportedFailure != error.code {
       reportedFailure = error.code
-      continuation.yield(.failed(error))
+      sink(.failed(error))
     }
     guard running else { return }
     retryTimer = loop.schedule(after: retryInterval) { [self] in

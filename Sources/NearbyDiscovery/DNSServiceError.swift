@@ -2,22 +2,22 @@ import CDNSSD
 
 /// A DNS-SD failure, described for people: what failed, the library's error name, and what
 /// to do about it.
-public struct DNSServiceError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct DNSServiceError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The `DNSServiceErrorType` value.
-  public let code: Int32
+  package let code: Int32
   /// The call or callback that failed.
-  public let operation: String
+  package let operation: String
 
-  public init(code: Int32, operation: String) {
+  package init(code: Int32, operation: String) {
     self.code = code
     self.operation = operation
   }
 
   /// Whether the daemon is missing (Avahi's compatibility layer answers
   /// `kDNSServiceErr_Unknown` when it cannot reach avahi-daemon over D-Bus).
-  public var daemonUnavailable: Bool { code == Int32(kDNSServiceErr_Unknown) }
+  package var daemonUnavailable: Bool { code == Int32(kDNSServiceErr_Unknown) }
 
-  public var name: String {
+  package var name: String {
     switch code {
     case Int32(kDNSServiceErr_Unknown): "kDNSServiceErr_Unknown"
     case Int32(kDNSServiceErr_NoSuchName): "kDNSServiceErr_NoSuchName"
@@ -39,7 +39,7 @@ public struct DNSServiceError: Error, Hashable, Sendable, CustomStringConvertibl
     }
   }
 
-  public var description: String {
+  package var description: String {
     if daemonUnavailable {
       return
         "avahi-daemon is not running (\(name) from \(operation)): start it with `sudo systemctl start avahi-daemon` (or `sudo service avahi-daemon start`); install it with `sudo apt-get install avahi-daemon` if it is missing"

@@ -78,47 +78,42 @@ public actor RelayService {
     return ids
   }
 
-  /// Runs until SIGINT or SIGTERM. - Returns: the exit code.
+  /// Runs until SIGINT or SIGTERM (goodbye to every peer, exit 0); SIGHUP reloads the
+  /// allow-list. - Returns: the exit code.
   public func run(signals: AsyncStream<Int32>?) async -> Int32 {
     let session = self.session
-    var failure: (any Error)?
-    await withTaskGroup(of: Void.self) { group in
-      group.addTask {
+    var services: [ServiceGroup.Service] = [
+      .init("events") {
         for await event in session.events { await self.record(event) }
       }
-      if let signals {
-        group.addTask {
-          for await signal in signals {
-            switch signal {
-            case SIGINT, SIGTERM:
-              await self.write(.info, "shutdown", ["signal": signal == SIGINT ? "INT" : "TERM"])
-              await session.shutdown()
-            case SIGHUP:
-              await self.reloadAllowList()
-            default:
-              break
-            }
-          }
-        }
-      }
-      if let interval = statsInterval {
-        group.addTask {
-          while !Task.isCancelled {
-            try? await Task.sleep(for: interval)
-            if Task.isCancelled { break }
+    ]
+    if let interval = statsInterval {
+      services.append(
+        .init("stats") {
+          while true {
+            try await Task.sleep(for: interval)
             await self.writeStats()
           }
-        }
-      }
-      do {
-        try await session.run()
-      } catch {
-        failure = error
-      }
-      group.cancelAll()
+        })
     }
-    if let failure {
-      write(.error, "failed", ["error": "\(failure)"])
+    do {
+      try await ServiceGroup(
+        main: .init("session") { try await session.run() }, alongside: services, signals: signals,
+        onSignal: { signal in
+          switch signal {
+          case SIGINT, SIGTERM:
+            await self.write(.info, "shutdown", ["signal": signal == SIGINT ? "INT" : "TERM"])
+            await session.shutdown()
+          case SIGHUP:
+            await self.reloadAllowList()
+          default:
+            break
+          }
+          return false
+        }
+      ).run()
+    } catch {
+      write(.error, "failed", ["error": "\(error)"])
       return 1
     }
     write(.info, "stopped", [:])

@@ -37,6 +37,7 @@ public struct ScriptEvent: Sendable, Equatable {
     case .invitations(let pending): self.init(kind: .invitations, peers: pending.map(\.peer), text: display)
     case .notice(let text): self.init(kind: .notice, text: text, display: display)
     case .error(let text): self.init(kind: .error, text: text, display: display, isCommandError: true)
+    case .settled: return nil
     }
   }
 

@@ -1,7 +1,6 @@
 import Nearby
 import NearbyChat
 import NearbySystem
-import NearbyTransport
 import Synchronization
 
 #if canImport(Glibc)
@@ -27,52 +26,39 @@ public enum ScriptedChat {
     let log = ScriptEventLog()
     let chat = LineChat(session: session, output: ScriptOutput(base: PlainOutput(writer: output, json: json), log: log), connect: connect)
     let (input, inputContinuation) = AsyncStream.makeStream(of: String.self)
-    let (chatSignals, forwardSignal) = AsyncStream.makeStream(of: Int32.self)
     let received = ReceivedSignal()
+    let result = ScriptResult()
     let runner = ChatScriptRunner(script: script, log: log, clock: ContinuousClock()) { progress in
       output.line(render(progress, json: json))
     }
-
-    enum Outcome: Sendable {
-      case chat(Int32)
-      case script(ChatScriptFailure?)
-    }
     var chatCode: Int32 = 0
-    var scriptResult: ChatScriptFailure?? = .none
-    await withTaskGroup(of: Outcome?.self) { group in
-      group.addTask { .chat(await chat.run(input: input, signals: chatSignals)) }
-      group.addTask {
-        do throws(ChatScriptFailure) {
-          try await runner.run(LineChatDriver(chat: chat, input: inputContinuation))
-          return .script(nil)
-        } catch {
-          return .script(error)
-        }
-      }
-      if let signals {
-        group.addTask {
-          for await signal in signals where signal == SIGINT || signal == SIGTERM {
-            received.value.store(signal, ordering: .relaxed)
-            forwardSignal.yield(signal)
+    do {
+      try await chat.runSession(
+        input: input, signals: signals,
+        alongside: [
+          .init("script") {
+            do throws(ChatScriptFailure) {
+              try await runner.run(LineChatDriver(chat: chat, input: inputContinuation))
+              result.set(nil)
+            } catch {
+              result.set(error)
+              await chat.quit()
+            }
           }
-          return nil
-        }
-      }
-      while let outcome = await group.next() {
-        switch outcome {
-        case .chat(let code):
-          chatCode = code
-          group.cancelAll()
-        case .script(let failure):
-          scriptResult = .some(failure)
-          if failure != nil { await chat.quit() }
-        case nil:
-          break
-        }
-      }
+        ],
+        onSignal: { signal in
+          if signal == SIGINT || signal == SIGTERM {
+            received.value.store(signal, ordering: .relaxed)
+            await chat.quit()
+          }
+          return false
+        })
+    } catch {
+      errors.line("nearby chat: \(error)")
+      chatCode = 1
     }
     inputContinuation.finish()
-    forwardSignal.finish()
+    let scriptResult = result.value
 
     let signal = received.value.load(ordering: .relaxed)
     switch scriptResult {
@@ -129,6 +115,13 @@ public enum ScriptedChat {
 /// The last SIGINT or SIGTERM received (0: none).
 private final class ReceivedSignal: Sendable {
   let value = Atomic<Int32>(0)
+}
+
+/// How the script ended: `.none` while it runs, `.some(nil)` when it completed, or its failure.
+private final class ScriptResult: Sendable {
+  private let state = Mutex<ChatScriptFailure??>(.none)
+  func set(_ failure: ChatScriptFailure?) { state.withLock { $0 = .some(failure) } }
+  var value: ChatScriptFailure?? { state.withLock { $0 } }
 }
 
 /// Prints chat lines through another output and records them for a script's expectations.

@@ -5,9 +5,9 @@ import NearbyChat
 public struct ScreenEntry: Hashable, Sendable {
   public var line: StyledLine
   /// Own messages: the id whose delivery mark the line shows (in span 1).
-  public var messageID: UInt64?
+  public var messageID: MessageID?
 
-  public init(_ line: StyledLine, messageID: UInt64? = nil) {
+  public init(_ line: StyledLine, messageID: MessageID? = nil) {
     self.line = line
     self.messageID = messageID
   }

@@ -9,9 +9,9 @@ import NearbySystem
 /// `nearby chat` at a terminal: ``LineChat`` (every command and message goes through it)
 /// with ``TerminalChatModel`` as its front end, drawn on a terminal in raw mode.
 ///
-/// The task tree: the chat (and the session under it), a task routing signals (SIGWINCH
-/// redraws, SIGINT/SIGTERM/SIGHUP end the chat) and a task asking the session for its
-/// peers once a second (the prompt's counts). Keys are read on a thread of their own.
+/// The task tree is the chat's (the session, its events, the input), with a task asking the
+/// session for its peers once a second (the prompt's counts); SIGWINCH redraws and
+/// SIGINT/SIGTERM/SIGHUP end the chat. Keys are read on a thread of their own.
 public enum TerminalChat {
   /// Runs the chat until /quit, Ctrl-D or Ctrl-C on an empty line, or a signal.
   /// - Returns: the exit code, or nil when the terminal cannot be put in raw mode (the
@@ -28,40 +28,35 @@ public enum TerminalChat {
     let reader = KeyReader.start(
       fd: terminal.input, onBytes: { controller.receive($0) }, onTimeout: { controller.send(.escapeTimeout) },
       onEnd: { controller.endOfInput() })
-    let (chatSignals, chatSignalsContinuation) = AsyncStream.makeStream(of: Int32.self)
     let chat = LineChat(session: session, output: controller, connect: connect)
     var failure: (any Error)?
-    await withTaskGroup(of: Void.self) { group in
-      if let signals {
-        group.addTask {
-          for await signal in signals {
-            if signal == SIGWINCH {
-              controller.send(.resize(terminal.size()))
-            } else {
-              chatSignalsContinuation.yield(signal == SIGHUP ? SIGTERM : signal)
+    do {
+      try await chat.runSession(
+        input: lines, signals: signals,
+        alongside: [
+          .init("roster") {
+            // The prompt's counts, corrected once a second from what the session knows.
+            while true {
+              try await Task.sleep(for: .seconds(1))
+              let found = await session.discoveredPeers.map(\.peer)
+              let connected = await session.connectedPeers
+              let inviting = await session.pendingInvitations.map(\.peer)
+              controller.send(.roster(found: found, connected: connected, inviting: inviting))
             }
           }
-        }
-      }
-      group.addTask {
-        while !Task.isCancelled {
-          try? await Task.sleep(for: .seconds(1))
-          if Task.isCancelled { break }
-          let found = await session.discoveredPeers.map(\.peer)
-          let connected = await session.connectedPeers
-          let inviting = await session.pendingInvitations.map(\.peer)
-          controller.send(.roster(found: found, connected: connected, inviting: inviting))
-        }
-      }
-      do {
-        try await chat.runSession(input: lines, signals: signals == nil ? nil : chatSignals)
-      } catch {
-        failure = error
-      }
-      group.cancelAll()
+        ],
+        onSignal: { signal in
+          switch signal {
+          case SIGWINCH: controller.send(.resize(terminal.size()))
+          case SIGINT, SIGTERM, SIGHUP: await chat.quit()
+          default: break
+          }
+          return false
+        })
+    } catch {
+      failure = error
     }
     reader?.stop()
-    chatSignalsContinuation.finish()
     linesContinuation.finish()
     controller.send(.finish)
     terminal.restore()

@@ -71,19 +71,14 @@ public struct TerminalChatModel: Sendable {
   var styler: ChatLineStyler
   /// Entries dropped from the front so far (an entry's serial minus this is its index).
   var droppedEntries = 0
-  /// Messages whose delivery mark may still change: the recipients that have not answered.
-  var outgoing: [UInt64: Outgoing] = [:]
+  /// Our messages whose delivery mark may still change, with their entry's serial. The
+  /// session says when each is settled (``ChatLine/settled(_:)``).
+  var outgoing: [MessageID: Int] = [:]
   /// The rows of the input line as last drawn (at the bottom of the screen).
   var drawnInputRows = 1
   /// Where the cursor was put after the last draw (1-based row and column).
   var cursorPosition = (row: 1, column: 1)
   var now: UInt64 = 0
-
-  struct Outgoing: Sendable {
-    var serial: Int
-    var waiting: Set<PeerID>
-    var failed = false
-  }
 
   public init(me: Peer, size: Size, color: Bool, history: [String] = [], historyCapacity: Int = 1000) {
     styler = ChatLineStyler(me: me)
@@ -133,33 +128,24 @@ public struct TerminalChatModel: Sendable {
     switch line {
     case .ready(let peer, _, _):
       styler.me = peer
-    case .sent(let id, _, let peers, _):
+    case .sent(let id, _, _, _):
       let shown = styler.entries(for: line, now: now)
-      outgoing[id] = Outgoing(serial: droppedEntries + entries.count, waiting: Set(peers.map(\.id)))
+      outgoing[id] = droppedEntries + entries.count
       return shown
-    case .event(.delivered(let id, let peer)):
-      if outgoing[id] != nil {
-        settle(id, peer.id, failed: false, into: &screen)
-        return []
+    case .event(.delivered(let id, _)):
+      // The mark changes once every recipient has answered; no line of its own.
+      if outgoing[id] != nil { return [] }
+    case .event(.error(.undelivered(let id, _, _, _))):
+      if let serial = outgoing[id] { mark(serial: serial, .failed, into: &screen) }
+    case .settled(let report):
+      if let serial = outgoing.removeValue(forKey: report.messageID) {
+        mark(serial: serial, report.isDelivered ? .delivered : .failed, into: &screen)
       }
-    case .event(.error(.undelivered(let id, _, let peerID, _))):
-      if outgoing[id] != nil { settle(id, peerID, failed: true, into: &screen) }
+      return []
     default:
       break
     }
     return styler.entries(for: line, now: now)
-  }
-
-  private mutating func settle(_ id: UInt64, _ peer: PeerID, failed: Bool, into screen: inout String) {
-    guard var message = outgoing[id] else { return }
-    message.waiting.remove(peer)
-    message.failed = message.failed || failed
-    outgoing[id] = message.waiting.isEmpty ? nil : message
-    if message.failed {
-      mark(serial: message.serial, .failed, into: &screen)
-    } else if message.waiting.isEmpty {
-      mark(serial: message.serial, .delivered, into: &screen)
-    }
   }
 
   /// Adds entries to the kept lines (the oldest beyond the limit are forgotten).

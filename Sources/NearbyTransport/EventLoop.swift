@@ -10,7 +10,7 @@ import Synchronization
 
 /// Something the event loop notifies when its file descriptor is ready.
 /// Called on the loop's thread only.
-public protocol EventLoopHandler: AnyObject {
+package protocol EventLoopHandler: AnyObject {
   /// - Parameter events: the epoll event bits (`NEARBY_EPOLLIN`, ...).
   func handle(events: UInt32)
 }
@@ -18,21 +18,34 @@ public protocol EventLoopHandler: AnyObject {
 /// One I/O thread running `epoll_wait`, plus a queue of work other threads hand it and a
 /// few timers. Blocking waits live here, never on Swift's cooperative pool; everything that
 /// touches a registered descriptor happens on this thread.
-public final class EventLoop: @unchecked Sendable {
+package final class EventLoop: @unchecked Sendable {
   private struct Timer {
     let id: UInt64
     let deadline: UInt64
     let work: () -> Void
   }
 
+  /// Something queued for the loop thread: a closure, or a job of Swift concurrency (queued
+  /// without wrapping it in a closure: the hot path of every event and every send).
+  enum Work: @unchecked Sendable {
+    case closure(@Sendable () -> Void)
+    /// A job of the actor whose serial executor this loop is.
+    case actorJob(UnownedJob)
+    /// A job of a task that prefers this loop's task executor.
+    case taskJob(UnownedJob, UnownedTaskExecutor)
+  }
+
   private struct Shared {
-    var work: [@Sendable () -> Void] = []
+    var work: [Work] = []
     var stopping = false
   }
 
-  public let name: String
+  package let name: String
   private let epoll: Int32
   private let wakeFD: Int32
+  /// Fires at the earliest timer's deadline: the loop sleeps in `epoll_wait` without a
+  /// timeout and reads no clock per iteration.
+  private let timerFD: Int32
   private let shared = Mutex(Shared())
   private let signalled = Atomic<Bool>(false)
   private var thread = pthread_t()
@@ -56,6 +69,8 @@ public final class EventLoop: @unchecked Sendable {
 
   // Loop thread only.
   private var deferred: [() -> Void] = []
+  /// The work being run (swapped with the queue: no allocation per iteration).
+  private var running: [Work] = []
   private var handlers: [Int32: any EventLoopHandler] = [:]
   private var timers: [Timer] = []
   private let busyPollNanoseconds: UInt64
@@ -64,12 +79,14 @@ public final class EventLoop: @unchecked Sendable {
   private static let pollingLoops = Atomic<Int>(0)
   private static let maximumPollingLoops = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)
   private var nextTimerID: UInt64 = 1
+  /// The deadline the timer descriptor is armed for (0: disarmed).
+  private var armedDeadline: UInt64 = 0
 
   /// Creates the loop and starts its thread.
   /// - Throws: ``SystemError`` when epoll, eventfd or the thread cannot be created.
   /// - Parameter busyPoll: after handling something, poll this long before sleeping (see
   ///   ``SessionConfiguration/busyPoll``); zero (the default) sleeps at once.
-  public init(name: String = "nearby-io", busyPoll: Duration = .zero) throws(SystemError) {
+  package init(name: String = "nearby-io", busyPoll: Duration = .zero) throws(SystemError) {
     _ = ignoreSIGPIPE
     self.name = name
     self.busyPollNanoseconds = UInt64(max(0, busyPoll / .nanoseconds(1)))
@@ -80,13 +97,24 @@ public final class EventLoop: @unchecked Sendable {
       close(epoll)
       throw SystemError("eventfd", errno: errno)
     }
-    self.epoll = epoll
-    self.wakeFD = wake
-    guard nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_ADD, wake, NEARBY_EPOLLIN, UInt64(UInt32(bitPattern: wake))) == 0 else {
+    let timer = nearby_timerfd()
+    guard timer >= 0 else {
       let code = errno
       close(epoll)
       close(wake)
-      throw SystemError("epoll_ctl", errno: code)
+      throw SystemError("timerfd_create", errno: code)
+    }
+    self.epoll = epoll
+    self.wakeFD = wake
+    self.timerFD = timer
+    for fd in [wake, timer] {
+      guard nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_ADD, fd, NEARBY_EPOLLIN, UInt64(UInt32(bitPattern: fd))) == 0 else {
+        let code = errno
+        close(epoll)
+        close(wake)
+        close(timer)
+        throw SystemError("epoll_ctl", errno: code)
+      }
     }
     let box = Unmanaged.passRetained(self)
     let result = pthread_create(
@@ -100,6 +128,7 @@ public final class EventLoop: @unchecked Sendable {
       box.release()
       close(epoll)
       close(wake)
+      close(timer)
       throw SystemError("pthread_create", errno: result)
     }
   }
@@ -108,20 +137,21 @@ public final class EventLoop: @unchecked Sendable {
     if !closedDescriptors.load(ordering: .acquiring) {
       close(epoll)
       close(wakeFD)
+      close(timerFD)
     }
   }
 
   /// Whether the caller runs on the loop's thread.
-  public var inLoop: Bool { UInt64(pthread_self()) == threadID.load(ordering: .acquiring) }
+  package var inLoop: Bool { UInt64(pthread_self()) == threadID.load(ordering: .acquiring) }
 
   /// Runs `work` on the loop thread, soon (dropped once the loop has stopped).
-  public func execute(_ work: @escaping @Sendable () -> Void) {
-    _ = submit(work)
+  package func execute(_ work: @escaping @Sendable () -> Void) {
+    _ = submit(.closure(work))
   }
 
   /// Queues `work` for the loop thread. - Returns: `false` when the loop has stopped.
   @discardableResult
-  func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
+  func submit(_ work: Work) -> Bool {
     let accepted = shared.withLock { state -> Bool in
       if state.stopping { return false }
       state.work.append(work)
@@ -137,14 +167,14 @@ public final class EventLoop: @unchecked Sendable {
   /// Runs `work` on the loop thread after everything of the current iteration (handlers,
   /// timers, queued work), before the loop waits again. Loop thread only. Connections use it
   /// to write once for all the frames queued during an iteration.
-  public func afterIteration(_ work: @escaping () -> Void) {
+  package func afterIteration(_ work: @escaping () -> Void) {
     precondition(inLoop, "afterIteration must run on the event loop")
     deferred.append(work)
   }
 
   /// Stops the loop after the work already queued, and waits for its thread to end.
   /// Handlers still registered are dropped (their owners close their descriptors first).
-  public func shutdown() async {
+  package func shutdown() async {
     let alreadyStopping = shared.withLock { state -> Bool in
       defer { state.stopping = true }
       return state.stopping
@@ -163,13 +193,14 @@ public final class EventLoop: @unchecked Sendable {
     if !closedDescriptors.exchange(true, ordering: .acquiringAndReleasing) {
       close(epoll)
       close(wakeFD)
+      close(timerFD)
     }
   }
 
   // MARK: Loop thread API
 
   /// Watches `fd` for `events`. Loop thread only.
-  public func register(_ fd: Int32, events: UInt32, handler: any EventLoopHandler) throws(SystemError) {
+  package func register(_ fd: Int32, events: UInt32, handler: any EventLoopHandler) throws(SystemError) {
     precondition(inLoop, "register must run on the event loop")
     guard nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_ADD, fd, events, UInt64(UInt32(bitPattern: fd))) == 0 else {
       throw SystemError("epoll_ctl(ADD)", errno: errno)
@@ -178,13 +209,13 @@ public final class EventLoop: @unchecked Sendable {
   }
 
   /// Changes the events watched on `fd`. Loop thread only.
-  public func reregister(_ fd: Int32, events: UInt32) {
+  package func reregister(_ fd: Int32, events: UInt32) {
     precondition(inLoop, "reregister must run on the event loop")
     _ = nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_MOD, fd, events, UInt64(UInt32(bitPattern: fd)))
   }
 
   /// Stops watching `fd` (call before closing it). Loop thread only.
-  public func deregister(_ fd: Int32) {
+  package func deregister(_ fd: Int32) {
     precondition(inLoop, "deregister must run on the event loop")
     guard handlers.removeValue(forKey: fd) != nil else { return }
     _ = nearby_epoll_ctl(epoll, NEARBY_EPOLL_CTL_DEL, fd, 0, 0)
@@ -193,18 +224,26 @@ public final class EventLoop: @unchecked Sendable {
   /// Runs `work` on the loop after `delay`. Loop thread only.
   /// - Returns: an id for ``cancelTimer(_:)``.
   @discardableResult
-  public func schedule(after delay: Duration, _ work: @escaping () -> Void) -> UInt64 {
+  package func schedule(after delay: Duration, _ work: @escaping () -> Void) -> UInt64 {
     precondition(inLoop, "schedule must run on the event loop")
     let id = nextTimerID
     nextTimerID += 1
     let nanoseconds = UInt64(max(0, delay.components.seconds)) * 1_000_000_000 + UInt64(max(0, delay.components.attoseconds / 1_000_000_000))
-    timers.append(Timer(id: id, deadline: Self.monotonicNanoseconds() + nanoseconds, work: work))
+    let deadline = Self.monotonicNanoseconds() + nanoseconds
+    timers.append(Timer(id: id, deadline: deadline, work: work))
+    if armedDeadline == 0 || deadline < armedDeadline { arm(deadline) }
     return id
   }
 
-  /// Cancels a timer that has not fired. Loop thread only.
-  public func cancelTimer(_ id: UInt64) {
+  /// Cancels a timer that has not fired. Loop thread only. (The descriptor stays armed: an
+  /// early wake-up finds nothing due and arms it for the next deadline.)
+  package func cancelTimer(_ id: UInt64) {
     timers.removeAll { $0.id == id }
+  }
+
+  private func arm(_ deadline: UInt64) {
+    armedDeadline = deadline
+    _ = nearby_timerfd_arm(timerFD, deadline)
   }
 
   /// Busy polling: `epoll_wait` without sleeping until something arrives or `deadline`
@@ -220,7 +259,7 @@ public final class EventLoop: @unchecked Sendable {
     return max(0, count)
   }
 
-  public static func monotonicNanoseconds() -> UInt64 {
+  package static func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
@@ -234,13 +273,7 @@ public final class EventLoop: @unchecked Sendable {
     var events = [nearby_epoll_event](repeating: nearby_epoll_event(), count: 256)
     var pollUntil: UInt64 = 0
     while true {
-      var timeout: Int32 = -1
-      if shared.withLock({ !$0.work.isEmpty }) {
-        timeout = 0
-      } else if let next = timers.map(\.deadline).min() {
-        let now = Self.monotonicNanoseconds()
-        timeout = next <= now ? 0 : Int32(min((next - now + 999_999) / 1_000_000, 60_000))
-      }
+      let timeout: Int32 = shared.withLock({ !$0.work.isEmpty }) ? 0 : -1
       var count: Int32 = 0
       if timeout != 0, pollUntil != 0 {
         count = poll(until: pollUntil, into: &events)
@@ -255,16 +288,22 @@ public final class EventLoop: @unchecked Sendable {
       if count < 0 && errno != EINTR {
         preconditionFailure("epoll_wait failed: \(SystemError("epoll_wait", errno: errno))")
       }
+      var timerFired = false
       for index in 0..<max(0, Int(count)) {
         let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: events[index].data))
         if fd == wakeFD {
           _ = nearby_eventfd_drain(wakeFD)
           continue
         }
+        if fd == timerFD {
+          _ = nearby_eventfd_drain(timerFD)
+          timerFired = true
+          continue
+        }
         // A handler may have deregistered another fd earlier in this batch.
         handlers[fd]?.handle(events: events[index].events)
       }
-      runTimers()
+      if timerFired { runTimers() }
       let stop = runQueuedWork()
       runDeferred()
       if stop, shared.withLock({ $0.work.isEmpty }) { break }
@@ -288,41 +327,53 @@ public final class EventLoop: @unchecked Sendable {
     }
   }
 
+  /// Runs the timers that are due and arms the descriptor for the next deadline.
   private func runTimers() {
-    guard !timers.isEmpty else { return }
-    let now = Self.monotonicNanoseconds()
-    let due = timers.filter { $0.deadline <= now }
-    guard !due.isEmpty else { return }
-    timers.removeAll { $0.deadline <= now }
-    for timer in due.sorted(by: { $0.deadline < $1.deadline }) { timer.work() }
+    armedDeadline = 0
+    if !timers.isEmpty {
+      let now = Self.monotonicNanoseconds()
+      let due = timers.filter { $0.deadline <= now }
+      if !due.isEmpty {
+        timers.removeAll { $0.deadline <= now }
+        for timer in due.sorted(by: { $0.deadline < $1.deadline }) { timer.work() }
+      }
+    }
+    if armedDeadline == 0, let next = timers.map(\.deadline).min() { arm(next) }
   }
 
-  /// Runs queued work. - Returns: whether the loop should stop.
+  /// Runs the work queued so far (what it queues in turn runs in the next iteration, after
+  /// the descriptors are polled again: a task that keeps re-enqueueing itself cannot starve
+  /// the sockets). - Returns: whether the loop should stop.
   private func runQueuedWork() -> Bool {
     signalled.store(false, ordering: .releasing)
-    while true {
-      let (work, stopping) = shared.withLock { state in
-        defer { state.work.removeAll(keepingCapacity: true) }
-        return (state.work, state.stopping)
-      }
-      for item in work { item() }
-      if work.isEmpty { return stopping }
+    let stopping = shared.withLock { state in
+      swap(&state.work, &running)
+      return state.stopping
     }
+    for item in running {
+      switch item {
+      case .closure(let work): work()
+      case .actorJob(let job): job.runSynchronously(on: asUnownedSerialExecutor())
+      case .taskJob(let job, let executor): job.runSynchronously(on: executor)
+      }
+    }
+    running.removeAll(keepingCapacity: true)
+    return stopping
   }
 }
 
 // MARK: An executor for actors and tasks
 
+/// The loop is the serial executor of the session actor and a task executor: a task that
+/// prefers it (`withTaskExecutorPreference`) runs its nonisolated code on the loop thread, so
+/// events handed to it and messages it sends need no thread switch.
 extension EventLoop: SerialExecutor {
-  /// Runs a job of an actor on the loop thread. Once the
-  /// loop has stopped, jobs run on a serial queue instead, after the loop thread has ended,
-  /// so an actor on this executor still finishes what it was doing.
-  public func enqueue(_ job: consuming ExecutorJob) {
+  /// Runs a job of an actor on the loop thread. Once the loop has stopped, jobs run on a
+  /// serial queue instead, after the loop thread has ended, so an actor on this executor
+  /// still finishes what it was doing.
+  package func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
-    let accepted = submit { [self] in
-      job.runSynchronously(on: asUnownedSerialExecutor())
-    }
-    if !accepted {
+    if !submit(.actorJob(job)) {
       afterStop.async { [self] in
         waitUntilFinished()
         job.runSynchronously(on: asUnownedSerialExecutor())
@@ -330,21 +381,45 @@ extension EventLoop: SerialExecutor {
     }
   }
 
-  public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+  /// Queues a job of a task that prefers ``taskExecutor``.
+  func enqueueTaskJob(_ job: UnownedJob, executor: UnownedTaskExecutor) {
+    if !submit(.taskJob(job, executor)) {
+      afterStop.async { [self] in
+        waitUntilFinished()
+        job.runSynchronously(on: executor)
+      }
+    }
+  }
+
+  package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
     UnownedSerialExecutor(ordinary: self)
   }
 
-  public func checkIsolated() {
+  package func checkIsolated() {
     precondition(inLoop || DispatchQueue.getSpecific(key: Self.afterStopKey) == token, "not on the event loop \(name)")
   }
 
   /// Whether the caller may use state confined to this loop (the loop thread, or the
   /// serial queue that replaces it after it stopped).
-  public var isCurrent: Bool {
+  package var isCurrent: Bool {
     inLoop || DispatchQueue.getSpecific(key: Self.afterStopKey) == token
   }
 
   private func waitUntilFinished() {
     while !hasFinished.load(ordering: .acquiring) { usleep(100) }
+  }
+}
+
+/// An ``EventLoop`` as a task executor: a task that prefers it
+/// (`withTaskExecutorPreference`) runs its nonisolated code on the loop thread. Its jobs run
+/// as task jobs (not as jobs of the actor the loop is the serial executor of), so such a
+/// task calls nonisolated async functions without switching executors.
+package final class EventLoopTaskExecutor: TaskExecutor {
+  package let loop: EventLoop
+
+  package init(_ loop: EventLoop) { self.loop = loop }
+
+  package func enqueue(_ job: consuming ExecutorJob) {
+    loop.enqueueTaskJob(UnownedJob(job), executor: asUnownedTaskExecutor())
   }
 }

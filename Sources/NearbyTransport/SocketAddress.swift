@@ -7,13 +7,13 @@ import NearbyCore
 #endif
 
 /// An IPv4 or IPv6 socket address.
-public struct SocketAddress: Sendable, CustomStringConvertible {
+package struct SocketAddress: Sendable, CustomStringConvertible {
   var storage = sockaddr_storage()
-  public private(set) var length: socklen_t = 0
+  package private(set) var length: socklen_t = 0
 
   /// Parses a numeric address (no name resolution).
   /// - Returns: `nil` when `host` is not a numeric IPv4 or IPv6 address.
-  public init?(host: String, port: UInt16, interfaceIndex: UInt32 = 0) {
+  package init?(host: String, port: UInt16, interfaceIndex: UInt32 = 0) {
     var storage = sockaddr_storage()
     var v4 = in_addr()
     var v6 = in6_addr()
@@ -51,13 +51,13 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
     self.length = length
   }
 
-  public init?(_ endpoint: Endpoint) {
+  package init?(_ endpoint: Endpoint) {
     self.init(host: endpoint.host, port: endpoint.port, interfaceIndex: endpoint.interfaceIndex)
   }
 
-  public var family: Int32 { Int32(storage.ss_family) }
+  package var family: Int32 { Int32(storage.ss_family) }
 
-  public var port: UInt16 {
+  package var port: UInt16 {
     withUnsafeBytes(of: storage) { raw in
       family == AF_INET
         ? UInt16(bigEndian: raw.load(as: sockaddr_in.self).sin_port)
@@ -66,7 +66,7 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
   }
 
   /// The numeric address without the port.
-  public var host: String {
+  package var host: String {
     var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
     withUnsafeBytes(of: storage) { raw in
       if family == AF_INET {
@@ -80,9 +80,9 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
-  public var endpoint: Endpoint { Endpoint(host: host, port: port) }
+  package var endpoint: Endpoint { Endpoint(host: host, port: port) }
 
-  public var description: String { endpoint.description }
+  package var description: String { endpoint.description }
 
   func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) rethrows -> R {
     try withUnsafeBytes(of: storage) { raw in

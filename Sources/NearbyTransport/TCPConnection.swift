@@ -8,14 +8,14 @@ import Synchronization
 #endif
 
 /// What the transport reports to its owner, in order per connection.
-public enum TransportEvent: Sendable {
+package enum TransportEvent: Sendable {
   /// A peer connected to our listener.
   case accepted(TCPConnection)
   /// Our outbound connection is up.
   case connected(TCPConnection)
   /// No endpoint answered.
   case connectFailed(ConnectionID, String)
-  /// Frames received, in order. Call ``TCPConnection/batchConsumed()`` once handled.
+  /// Frames received, in order.
   case frames(ConnectionID, [Frame])
   /// The peer's bytes are not valid frames (frames before the error were delivered).
   case decodingFailed(ConnectionID, FrameDecodingError)
@@ -26,16 +26,16 @@ public enum TransportEvent: Sendable {
 }
 
 /// Receives transport events; called from the event loop thread.
-public typealias TransportSink = @Sendable (TransportEvent) -> Void
+package typealias TransportSink = @Sendable (TransportEvent) -> Void
 
 /// A non-blocking TCP connection driven by an ``EventLoop``.
 ///
 /// Any thread may queue frames; the loop thread writes them, many frames per `send(2)`, and
 /// reads and decodes what arrives. The send queue is bounded: a frame that does not fit is
 /// refused, so a peer that stops reading costs bounded memory.
-public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
+package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// The outcome of queueing a frame.
-  public enum QueueResult: Sendable, Equatable {
+  package enum QueueResult: Sendable, Equatable {
     case queued
     /// The queue holds more than its limit: the peer reads too slowly.
     case full
@@ -52,20 +52,16 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     var shutdownAfterFlush = false
     var closed = false
     var wasFull = false
-    /// When the last write of a lone message from another thread happened (monotonic ns).
-    var lastWriteThrough: UInt64 = 0
   }
 
-  public let id: ConnectionID
-  public let remote: SocketAddress
-  public let loop: EventLoop
+  package let id: ConnectionID
+  package let remote: SocketAddress
+  package let loop: EventLoop
   /// The most bytes the send queue holds before refusing frames.
-  public let maximumQueuedBytes: Int
+  package let maximumQueuedBytes: Int
   private let fd: Int32
   private let sink: TransportSink
   private let outbound = Mutex(Outbound())
-  private let unconsumedBatches = Atomic<Int>(0)
-  private let maximumUnconsumedBatches = 8
 
   // Loop thread only.
   private let decoder = FrameDecoder()
@@ -97,24 +93,24 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   // MARK: Sending (any thread)
 
   /// Queues one encoded frame.
-  public func send(_ frame: Frame) -> QueueResult {
+  package func send(_ frame: Frame) -> QueueResult {
     enqueue { FrameEncoder.encode(frame, into: &$0) }
   }
 
   /// Queues bytes that are already encoded frames.
-  public func send(encoded bytes: [UInt8]) -> QueueResult {
+  package func send(encoded bytes: [UInt8]) -> QueueResult {
     enqueue { $0.append(contentsOf: bytes) }
   }
 
   /// Queues a MESSAGE frame, encoding it straight into the send buffer.
-  public func send(message: Frame.Message) -> QueueResult {
+  package func send(message: Frame.Message) -> QueueResult {
     enqueue { FrameEncoder.encodeMessage(message, into: &$0) }
   }
 
   /// Appends bytes with `encode` unless the queue is over its limit.
   /// - Parameter force: for small control frames (acknowledgements, heartbeats, goodbye):
   ///   queued up to twice the limit, so a queue full of messages cannot block them.
-  public func enqueue(force: Bool = false, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
+  package func enqueue(force: Bool = false, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
     var wake = false
     let limit = force ? 2 * maximumQueuedBytes : maximumQueuedBytes
     let onLoop = loop.inLoop
@@ -128,7 +124,6 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
       encode(&state.buffer)
       state.queuedBytes += state.buffer.count - before
       if !state.flushScheduled {
-        if !onLoop, before == 0, writeThrough(&state) { return .queued }
         state.flushScheduled = true
         wake = true
       }
@@ -145,33 +140,12 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     return result
   }
 
-  /// An idle connection (nothing queued, the loop not writing) written to from another
-  /// thread: write now, with one non-blocking `send`, instead of waking the loop — a lone
-  /// message then costs no thread switch. Called with the lock held.
-  /// - Returns: whether everything went out; otherwise what is left stays queued.
-  private func writeThrough(_ state: inout Outbound) -> Bool {
-    // Only for a connection that has been quiet for a while: when messages follow each other
-    // closely, the loop writes them in batches instead (one syscall for many).
-    let now = EventLoop.monotonicNanoseconds()
-    defer { state.lastWriteThrough = now }
-    guard now &- state.lastWriteThrough > 50_000 else { return false }
-    let written = state.buffer.withUnsafeBytes { raw in Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) }
-    guard written > 0 else { return false }  // EAGAIN or an error: the loop's flush deals with it.
-    state.queuedBytes -= written
-    if written == state.buffer.count {
-      state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 65_536)
-      return true
-    }
-    state.buffer.removeFirst(written)
-    return false
-  }
-
   /// Bytes waiting to be written.
-  public var queuedBytes: Int { outbound.withLock { $0.queuedBytes } }
+  package var queuedBytes: Int { outbound.withLock { $0.queuedBytes } }
 
   /// Asks for a ``TransportEvent/writable(_:)`` once the queue has drained below half its
   /// limit. - Returns: `false` if it already has (nothing will be reported then).
-  public func notifyWhenWritable() -> Bool {
+  package func notifyWhenWritable() -> Bool {
     outbound.withLock { state in
       if state.closed || state.closing { return false }
       if state.queuedBytes < maximumQueuedBytes / 2 { return false }
@@ -182,7 +156,7 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
 
   /// Closes the connection: `.now` drops what is queued; `.shutdownAndLinger` writes what is
   /// queued, shuts down the write side and discards what still arrives until the peer closes.
-  public func close(_ mode: CloseAction) {
+  package func close(_ mode: CloseAction) {
     let proceed = outbound.withLock { state -> Bool in
       if state.closed { return false }
       switch mode {
@@ -205,22 +179,32 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     }
   }
 
-  /// The owner handled a ``TransportEvent/frames(_:_:)`` batch: reading may resume.
-  public func batchConsumed() {
-    let remaining = unconsumedBatches.subtract(1, ordering: .acquiringAndReleasing).newValue
-    if remaining == maximumUnconsumedBatches / 2 {
-      loop.execute { [self] in
-        guard isOpen, readingPaused else { return }
-        readingPaused = false
-        updateInterest()
-        readAvailable()
-      }
-    }
+  // MARK: Flow control (loop thread)
+
+  /// Stops reading: TCP then pushes back on the peer once the kernel buffers fill. The
+  /// owner calls it when the application falls behind. Loop thread only.
+  package func pauseReading() {
+    precondition(loop.isCurrent, "pauseReading must run on the event loop")
+    guard isOpen, !readingPaused else { return }
+    readingPaused = true
+    updateInterest()
   }
+
+  /// Reads again after ``pauseReading()``. Loop thread only.
+  package func resumeReading() {
+    precondition(loop.isCurrent, "resumeReading must run on the event loop")
+    guard isOpen, readingPaused else { return }
+    readingPaused = false
+    updateInterest()
+    readAvailable()
+  }
+
+  /// Whether reading is paused.
+  package var isReadingPaused: Bool { readingPaused }
 
   // MARK: Loop thread
 
-  public func handle(events: UInt32) {
+  package func handle(events: UInt32) {
     if events & NEARBY_EPOLLOUT != 0 { flush() }
     if events & (NEARBY_EPOLLIN | NEARBY_EPOLLRDHUP | NEARBY_EPOLLHUP | NEARBY_EPOLLERR) != 0, isOpen, !readingPaused {
       readAvailable()
@@ -289,7 +273,7 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   private func readAvailable() {
     var batch: [Frame] = []
     var budget = 8
-    reading: while budget > 0, isOpen {
+    reading: while budget > 0, isOpen, !readingPaused {
       budget -= 1
       var result: Result<IOResult<Int>, SystemError> = .success(.wouldBlock)
       var requested = 0
@@ -342,14 +326,9 @@ public final class TCPConnection: EventLoopHandler, @unchecked Sendable {
 
   private func deliver(_ batch: inout [Frame]) {
     guard !batch.isEmpty else { return }
-    let pending = unconsumedBatches.add(1, ordering: .acquiringAndReleasing).newValue
-    sink(.frames(id, batch))
+    let frames = batch
     batch = []
-    if pending >= maximumUnconsumedBatches, !readingPaused {
-      // The owner is behind: stop reading so TCP pushes back on the peer.
-      readingPaused = true
-      updateInterest()
-    }
+    sink(.frames(id, frames))
   }
 
   private func endOfStream() {

@@ -8,7 +8,7 @@ import NearbySystem
 
 /// Opens an outbound connection, trying each endpoint in turn with a timeout per endpoint,
 /// and reports ``TransportEvent/connected(_:)`` or ``TransportEvent/connectFailed(_:_:)``.
-public final class TCPConnector: EventLoopHandler, @unchecked Sendable {
+package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   private let id: ConnectionID
   private let loop: EventLoop
   private let sink: TransportSink
@@ -22,7 +22,7 @@ public final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   private var cancelled = false
 
   /// Starts connecting on the loop.
-  public static func connect(
+  package static func connect(
     _ id: ConnectionID, to endpoints: [Endpoint], loop: EventLoop, timeout: Duration = .seconds(5), maximumQueuedBytes: Int = 4 << 20,
     sink: @escaping TransportSink
   ) -> TCPConnector {
@@ -41,7 +41,7 @@ public final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   }
 
   /// Gives up quietly (no event is reported).
-  public func cancel() {
+  package func cancel() {
     loop.execute { [self] in
       cancelled = true
       abandonCurrent()
@@ -100,7 +100,7 @@ public final class TCPConnector: EventLoopHandler, @unchecked Sendable {
     }
   }
 
-  public func handle(events: UInt32) {
+  package func handle(events: UInt32) {
     guard fd >= 0, let current else { return }
     var error: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)

@@ -11,10 +11,10 @@ import Synchronization
 ///
 /// By default it listens on IPv6 `::` with `IPV6_V6ONLY` off, which also accepts IPv4; where
 /// the host has no IPv6 it falls back to IPv4 `0.0.0.0`.
-public final class TCPListener: EventLoopHandler, @unchecked Sendable {
-  public let loop: EventLoop
+package final class TCPListener: EventLoopHandler, @unchecked Sendable {
+  package let loop: EventLoop
   /// The address bound (with the port the kernel chose).
-  public let address: SocketAddress
+  package let address: SocketAddress
   private let fd: Int32
   private let sink: TransportSink
   private let nextID: @Sendable () -> ConnectionID
@@ -27,7 +27,7 @@ public final class TCPListener: EventLoopHandler, @unchecked Sendable {
   ///   - port: 0 for an ephemeral port.
   ///   - nextID: gives each accepted connection its id.
   /// - Throws: ``SystemError`` naming the call that failed.
-  public static func bind(
+  package static func bind(
     host: String? = nil, port: UInt16 = 0, loop: EventLoop, maximumQueuedBytes: Int = 4 << 20,
     nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink
   ) async throws -> TCPListener {
@@ -104,10 +104,10 @@ public final class TCPListener: EventLoopHandler, @unchecked Sendable {
   }
 
   /// The port peers connect to.
-  public var port: UInt16 { address.port }
+  package var port: UInt16 { address.port }
 
   /// Stops accepting and closes the socket.
-  public func close() {
+  package func close() {
     guard isOpen.exchange(false, ordering: .acquiringAndReleasing) else { return }
     loop.execute { [self] in
       loop.deregister(fd)
@@ -115,7 +115,7 @@ public final class TCPListener: EventLoopHandler, @unchecked Sendable {
     }
   }
 
-  public func handle(events: UInt32) {
+  package func handle(events: UInt32) {
     // Accept a bounded number per wakeup so a flood of connections cannot starve the others.
     for _ in 0..<64 {
       var storage = sockaddr_storage()

@@ -1,8 +1,4 @@
-import Nearby
-import NearbyChat
 import NearbyCommandLine
-import NearbyRelay
-import NearbyScript
 import NearbySystem
 
 #if canImport(Glibc)
@@ -11,16 +7,24 @@ import NearbySystem
 
 // Signals first, before any other thread exists (see SignalWatcher).
 let signals = SignalWatcher.install()
-let environment = currentEnvironment()
-let arguments = Array(CommandLine.arguments.dropFirst())
-let parser = ArgumentParser(root: NearbyCommands.root)
-let help = HelpFormatter(root: NearbyCommands.root, width: terminalWidth())
+let environment = ProcessEnvironment.current()
+let tools: [String: any Tool.Type] = [
+  "chat": ChatTool.self, "browse": BrowseTool.self, "relay": RelayTool.self, "bench": BenchTool.self, "lab": LabTool.self,
+]
+let help = HelpFormatter(root: NearbyCommands.root, width: environment.terminalWidth)
 
-let command: ParsedCommand
+/// `Error: ...` and the usage of the command at `path`, for stderr.
+func usageText(_ message: String, path: [String]) -> String { help.usageError(message, path: path) }
+
+let tool: any Tool
 do {
-  command = try parser.parse(arguments, environment: environment)
+  let parsed = try ArgumentParser(root: NearbyCommands.root).parse(environment.arguments, environment: environment.variables)
+  guard let type = parsed.path.last.flatMap({ tools[$0] }) else {
+    throw CommandLineError.usage("unknown command", path: parsed.path)
+  }
+  tool = try type.init(parsed, environment: environment)
 } catch {
-  switch error {
+  switch error as? CommandLineError {
   case .helpRequested(let path):
     OutputWriter.standardOutput.write(help.help(path, version: NearbyCommands.version))
     exit(0)
@@ -28,26 +32,11 @@ do {
     OutputWriter.standardOutput.line("nearby \(NearbyCommands.version)")
     exit(0)
   case .usage(let message, let path):
-    OutputWriter.standardError.write(help.usageError(message, path: path))
+    OutputWriter.standardError.write(usageText(message, path: path))
     exit(64)
-  }
-}
-
-/// Reports a usage error found after parsing (a value that does not validate) and exits 64.
-func usageError(_ message: String) -> Never {
-  OutputWriter.standardError.write(help.usageError(message, path: command.path))
-  exit(64)
-}
-
-/// The one root task of the process; everything else is structured under it.
-func runCommand() async -> Int32 {
-  switch command.path.last {
-  case "chat": return await runChat(command)
-  case "browse": return await runBrowse(command)
-  case "relay": return await runRelay(command)
-  case "bench": return await runBench(command)
-  case "lab": return await runLab(command)
-  default: usageError("unknown command")
+  case nil:
+    OutputWriter.standardError.line("Error: \(error)")
+    exit(1)
   }
 }
 
@@ -55,7 +44,7 @@ func runCommand() async -> Int32 {
 // actor, on the pool, and the main thread only waits. (An async main, or dispatchMain(),
 // parks the main thread in sigsuspend with every signal unblocked; SignalWatcher's handler
 // copes with that too, but nothing needs the main thread to run a dispatch loop.)
-Task.detached {
-  exit(await runCommand())
+Task.detached { [tool] in
+  exit(await tool.run(signals: signals?.signals))
 }
 while true { sleep(3600) }

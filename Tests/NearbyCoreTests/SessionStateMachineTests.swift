@@ -17,7 +17,7 @@ struct SessionStateMachineTests {
     return net
   }
 
-  func firstInvitation(in events: [SessionEvent]) -> IncomingInvitation? {
+  func firstInvitation(in events: [SessionEvent]) -> Invitation? {
     for case .invitation(let invitation) in events { return invitation }
     return nil
   }
@@ -52,7 +52,7 @@ struct SessionStateMachineTests {
     #expect(net.connectedNames(b) == ["alice"])
 
     let text = "héllo 👋 日本"
-    var id: UInt64 = 0
+    var id: MessageID = 0
     net.act(a) { m, x, now in id = m.send(Array(text.utf8), to: .all, timestamp: 1, now: now, into: &x) }
     net.run()
     let received = net.take(b)
@@ -319,29 +319,48 @@ struct SessionStateMachineTests {
 
   @Test func undeliverableMessagesAreReportedByID() {
     var net = pair(policy: .all)
-    var id: UInt64 = 0
-    net.act(a) { m, x, now in id = m.send([1], to: .peers([Fixture.bobID]), timestamp: 0, now: now, into: &x) }
-    guard case .error(.undelivered(let failed, _, let peerID, .notConnected))? = net.take(a).first else {
-      Issue.record("no undelivered error")
-      return
-    }
-    #expect(failed == id)
-    #expect(peerID == Fixture.bobID)
+    net.act(a) { m, x, now in m.send([1], to: .peers([Fixture.bobID]), timestamp: 0, now: now, into: &x) }
+    #expect(net.take(a) == [.error(.rejected(SendError.notConnected([Fixture.bobID]).description))])
 
     net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
     net.run()
     _ = net.take(a)
     // Bob's acknowledgements never arrive: the messages are unconfirmed when the link dies.
     net.silenced.insert(SimulatedNetwork.Link(node: b, connection: net.nodes[b]!.sessionConnection(a)!))
-    var ids: [UInt64] = []
+    var ids: [MessageID] = []
     for _ in 0..<3 { net.act(a) { m, x, now in ids.append(m.send([2], to: .all, timestamp: 0, now: now, into: &x)) } }
     net.run()
     net.advance(by: .seconds(5))
-    let failures = net.take(a).compactMap { event -> UInt64? in
+    let failures = net.take(a).compactMap { event -> MessageID? in
       if case .error(.undelivered(let messageID, _, _, .connectionClosed)) = event { return messageID }
       return nil
     }
     #expect(failures == ids)
+    // The ledger settled each: one recipient, no delivery, the connection's failure.
+    let reports = net.settled[a] ?? []
+    #expect(reports.map(\.messageID) == ids)
+    #expect(reports.allSatisfy { $0.isComplete && $0.recipients == 1 && $0.delivered == 0 && $0.failures.count == 1 })
+  }
+
+  /// A message counts as delivered once the receiving application took it, not when it
+  /// arrived: the DELIVERED frame waits for the application.
+  @Test func deliveryWaitsUntilTheApplicationTakesTheMessage() {
+    var net = pair(policy: .all)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    _ = net.take(b)
+    net.slowApplications.insert(b)
+    let id = net.act(a) { m, x, now in m.send([1], to: .all, timestamp: 0, now: now, into: &x) }
+    net.run()
+    #expect(net.take(b).map(\.kind) == ["message"])
+    #expect(net.take(a).isEmpty, "no delivered before bob's application took the message")
+    #expect(net.nodes[a]!.hasPendingDeliveries)
+    net.take(messagesAt: b)
+    net.run()
+    #expect(net.take(a) == [.delivered(messageID: id, to: Fixture.bob)])
+    #expect(!net.nodes[a]!.hasPendingDeliveries)
+    #expect(net.settled[a]?.last == DeliveryReport(messageID: id, recipients: 1, delivered: 1, failures: []))
   }
 
   @Test func sixtyFourPeersInOneSession() {

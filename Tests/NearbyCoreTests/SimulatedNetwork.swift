@@ -38,12 +38,19 @@ struct SimulatedNetwork {
   var decoders: [Link: FrameDecoder] = [:]
   var now: Duration = .zero
   var framesSent: [Link: [Frame]] = [:]
+  /// Messages handed to an application and not taken yet (nodes in `slowApplications`).
+  var untaken: [PeerID: [TakenMessage]] = [:]
+  /// Nodes whose application does not take messages until ``take(messagesAt:)``.
+  var slowApplications: Set<PeerID> = []
+  /// Delivery reports of settled messages, per node.
+  var settled: [PeerID: [DeliveryReport]] = [:]
 
   mutating func add(_ peer: Peer, policy: AcceptPolicy = .ask, configure: (inout SessionStateMachine.Configuration) -> Void = { _ in }) {
     var configuration = SessionStateMachine.Configuration(local: peer)
     configuration.acceptPolicy = policy
     configure(&configuration)
     nodes[peer.id] = SessionStateMachine(configuration: configuration, messageIDSeed: 100, invitationIDSeed: 1)
+    nodes[peer.id]!.reportsSettlements = true
     events[peer.id] = []
     // A node added again is a restarted process: its old sockets are gone.
     for (link, remote) in links where link.node == peer.id || remote.node == peer.id {
@@ -67,12 +74,27 @@ struct SimulatedNetwork {
     }
   }
 
-  /// Runs an input on one node and performs the resulting actions.
-  mutating func act(_ node: PeerID, _ body: (inout SessionStateMachine, inout [SessionAction], Duration) -> Void) {
+  /// Runs an input on one node and performs the resulting actions. Messages handed to the
+  /// application are taken at once (unless the node is a slow application) and acknowledged
+  /// at the end, as the session does at the end of a loop iteration.
+  @discardableResult
+  mutating func act<R>(_ node: PeerID, _ body: (inout SessionStateMachine, inout [SessionAction], Duration) -> R) -> R {
     var actions: [SessionAction] = []
     let time = now
-    body(&nodes[node]!, &actions, time)
+    let result = body(&nodes[node]!, &actions, time)
     perform(actions, at: node)
+    if !slowApplications.contains(node), let taken = untaken.removeValue(forKey: node), !taken.isEmpty {
+      var acknowledgements: [SessionAction] = []
+      nodes[node]!.acknowledge(taken, now: time, into: &acknowledgements)
+      perform(acknowledgements, at: node)
+    }
+    return result
+  }
+
+  /// A slow application finally takes the messages it was handed.
+  mutating func take(messagesAt node: PeerID) {
+    guard let taken = untaken.removeValue(forKey: node), !taken.isEmpty else { return }
+    act(node) { machine, actions, now in machine.acknowledge(taken, now: now, into: &actions) }
   }
 
   mutating func perform(_ actions: [SessionAction], at node: PeerID) {
@@ -105,6 +127,11 @@ struct SimulatedNetwork {
         if let remote = links[link] { queue.append(.eof(remote.node, remote.connection)) }
       case .emit(let event):
         events[node, default: []].append(event)
+      case .deliver(let message, let connection):
+        events[node, default: []].append(.message(message))
+        untaken[node, default: []].append(TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue))
+      case .settled(let report):
+        settled[node, default: []].append(report)
       }
     }
   }
@@ -199,6 +226,22 @@ struct SimulatedNetwork {
   /// How many open (not closed) links a node has.
   func openLinks(_ node: PeerID) -> Int {
     links.keys.filter { $0.node == node && !closed.contains($0) }.count
+  }
+}
+
+extension SessionStateMachine {
+  /// Sends like the session does; a send that throws is recorded as a `rejected` error event
+  /// (as the chat shows it) and gives message id 0.
+  @discardableResult
+  mutating func send(_ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction])
+    -> MessageID
+  {
+    do {
+      return try sendMessage(body, to: recipients, timestamp: timestamp, now: now, into: &actions).id
+    } catch {
+      actions.append(.emit(.error(.rejected(error.description))))
+      return 0
+    }
   }
 }
 

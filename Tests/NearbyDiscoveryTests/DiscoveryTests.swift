@@ -19,14 +19,13 @@ struct DiscoveryTests {
     let loop = try EventLoop()
     let type = LAN.uniqueServiceType()
     let info = try DiscoveryInfo(arguments: ["room=kitchen", "emoji=🦊"])
-    let advertiser = try Advertiser(advertisement: PeerAdvertisement(peer: alice, info: info), serviceType: type, port: 4242, loop: loop)
-    let registered = Recorder(advertiser.events)
+    let (advertiser, registered) = try recordedAdvertiser(
+      advertisement: PeerAdvertisement(peer: alice, info: info), serviceType: type, port: 4242, loop: loop)
     advertiser.start()
     let name = try await registered.next("registration") { if case .registered(let name) = $0 { name } else { nil } }
     #expect(name == "alice")
 
-    let browser = Browser(serviceType: type, localPeer: bob.id, loop: loop)
-    let seen = Recorder(browser.events)
+    let (browser, seen) = recordedBrowser(serviceType: type, localPeer: bob.id, loop: loop)
     browser.start()
     let found = try await seen.next("found") { if case .found(let peer) = $0 { peer } else { nil } }
     #expect(found.peer == alice)
@@ -53,14 +52,11 @@ struct DiscoveryTests {
   @Test func ownAdvertisementIsNotReportedUnlessAsked() async throws {
     let loop = try EventLoop()
     let type = LAN.uniqueServiceType()
-    let advertiser = try Advertiser(advertisement: PeerAdvertisement(peer: alice), serviceType: type, port: 4243, loop: loop)
-    let registered = Recorder(advertiser.events)
+    let (advertiser, registered) = try recordedAdvertiser(advertisement: PeerAdvertisement(peer: alice), serviceType: type, port: 4243, loop: loop)
     advertiser.start()
     _ = try await registered.next { if case .registered(let name) = $0 { name } else { nil } }
-    let hiding = Browser(serviceType: type, localPeer: alice.id, loop: loop)
-    let showing = Browser(serviceType: type, localPeer: alice.id, includeOwnPeer: true, loop: loop)
-    let hidden = Recorder(hiding.events)
-    let shown = Recorder(showing.events)
+    let (hiding, hidden) = recordedBrowser(serviceType: type, localPeer: alice.id, loop: loop)
+    let (showing, shown) = recordedBrowser(serviceType: type, localPeer: alice.id, includeOwnPeer: true, loop: loop)
     hiding.start()
     showing.start()
     _ = try await shown.next("own peer") { if case .found(let peer) = $0, peer.peer.id == alice.id { peer } else { nil } }
@@ -76,18 +72,15 @@ struct DiscoveryTests {
     let loop = try EventLoop()
     let type = LAN.uniqueServiceType()
     let twin = Peer(id: PeerID.random(), name: alice.name)
-    let first = try Advertiser(advertisement: PeerAdvertisement(peer: alice), serviceType: type, port: 5001, loop: loop)
-    let second = try Advertiser(advertisement: PeerAdvertisement(peer: twin), serviceType: type, port: 5002, loop: loop)
-    let firstEvents = Recorder(first.events)
-    let secondEvents = Recorder(second.events)
+    let (first, firstEvents) = try recordedAdvertiser(advertisement: PeerAdvertisement(peer: alice), serviceType: type, port: 5001, loop: loop)
+    let (second, secondEvents) = try recordedAdvertiser(advertisement: PeerAdvertisement(peer: twin), serviceType: type, port: 5002, loop: loop)
     first.start()
     let firstName = try await firstEvents.next { if case .registered(let name) = $0 { name } else { nil } }
     second.start()
     let secondName = try await secondEvents.next { if case .registered(let name) = $0 { name } else { nil } }
     #expect(firstName != secondName, "the daemon renames the second one")
 
-    let browser = Browser(serviceType: type, loop: loop)
-    let seen = Recorder(browser.events)
+    let (browser, seen) = recordedBrowser(serviceType: type, loop: loop)
     browser.start()
     let a = try await seen.next { if case .found(let peer) = $0 { peer } else { nil } }
     let b = try await seen.next { if case .found(let peer) = $0 { peer } else { nil } }
@@ -102,8 +95,7 @@ struct DiscoveryTests {
   @Test func servicesPublishedByAvahisOwnToolAreFoundAndForeignOnesDoNotBreakBrowsing() async throws {
     let loop = try EventLoop()
     let type = LAN.uniqueServiceType()
-    let browser = Browser(serviceType: type, loop: loop)
-    let seen = Recorder(browser.events)
+    let (browser, seen) = recordedBrowser(serviceType: type, loop: loop)
     browser.start()
     // Another program's service of the same type: no Nearby TXT at all, then a malformed id.
     let carol = PeerID.random()
@@ -135,9 +127,8 @@ struct DiscoveryTests {
   @Test func avahiBrowseListsOurAdvertiserWithTheTXTKeysOfTheSpec() async throws {
     let loop = try EventLoop()
     let type = LAN.uniqueServiceType()
-    let advertiser = try Advertiser(
+    let (advertiser, events) = try recordedAdvertiser(
       advertisement: PeerAdvertisement(peer: bob, info: try DiscoveryInfo(arguments: ["room=hall"])), serviceType: type, port: 6123, loop: loop)
-    let events = Recorder(advertiser.events)
     advertiser.start()
     _ = try await events.next { if case .registered(let name) = $0 { name } else { nil } }
     let (status, output) = try await run(["avahi-browse", "-rpt", type.type])
@@ -151,4 +142,22 @@ struct DiscoveryTests {
     advertiser.finish()
     await loop.shutdown()
   }
+}
+
+/// An advertiser whose events are recorded.
+func recordedAdvertiser(advertisement: PeerAdvertisement, serviceType: ServiceType, port: UInt16, loop: EventLoop) throws -> (
+  Advertiser, Recorder<AdvertiserEvent>
+) {
+  let (stream, continuation) = AsyncStream.makeStream(of: AdvertiserEvent.self)
+  let advertiser = try Advertiser(advertisement: advertisement, serviceType: serviceType, port: port, loop: loop) { continuation.yield($0) }
+  return (advertiser, Recorder(stream))
+}
+
+/// A browser whose events are recorded.
+func recordedBrowser(serviceType: ServiceType, localPeer: PeerID? = nil, includeOwnPeer: Bool = false, loop: EventLoop) -> (
+  Browser, Recorder<BrowserEvent>
+) {
+  let (stream, continuation) = AsyncStream.makeStream(of: BrowserEvent.self)
+  let browser = Browser(serviceType: serviceType, localPeer: localPeer, includeOwnPeer: includeOwnPeer, loop: loop) { continuation.yield($0) }
+  return (browser, Recorder(stream))
 }

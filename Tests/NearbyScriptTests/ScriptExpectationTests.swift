@@ -37,7 +37,7 @@ struct ScriptExpectationTests {
   }
 
   @Test func chatLinesBecomeEventsWithTheirText() throws {
-    let context = IncomingInvitation(
+    let context = Invitation(
       connection: ConnectionID(1), invitationID: 7, peer: ScriptFixtures.alice, context: Array("lunch?".utf8), expiresAt: .seconds(30))
     let cases: [(ChatLine, ScriptEventKind, [Peer], String)] = [
       (.event(.invitation(context)), .invitation, [ScriptFixtures.alice], "lunch?"),

@@ -25,7 +25,7 @@ enum Fixtures {
   static func invitation(from peer: Peer, context: String = "") -> ChatLine {
     .event(
       .invitation(
-        IncomingInvitation(connection: ConnectionID(1), invitationID: 1, peer: peer, context: Array(context.utf8), expiresAt: .seconds(30))))
+        Invitation(connection: ConnectionID(1), invitationID: 1, peer: peer, context: Array(context.utf8), expiresAt: .seconds(30))))
   }
 
   /// 12:34:56 UTC on some day, in milliseconds (timestamps are local time: tests only look

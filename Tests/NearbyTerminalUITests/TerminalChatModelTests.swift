@@ -128,6 +128,8 @@ import Testing
     chat.receive(.event(.delivered(messageID: 5, to: Fixtures.bob)))
     #expect(ChatScreenHarness.untimed(chat.screen[10]) == ". alice: hello")
     chat.receive(.event(.delivered(messageID: 5, to: Fixtures.carol)))
+    #expect(ChatScreenHarness.untimed(chat.screen[10]) == ". alice: hello", "the session says when every recipient answered")
+    chat.receive(.settled(DeliveryReport(messageID: 5, recipients: 2, delivered: 2, failures: [])))
     #expect(ChatScreenHarness.untimed(chat.screen[10]) == "✓ alice: hello")
     #expect(chat.lastRow == Self.prompt + "half")
     #expect(chat.cursor == (11, 34))
@@ -142,6 +144,7 @@ import Testing
     chat.receive(Fixtures.message(String(repeating: "two ", count: 20), from: Fixtures.bob))
     let before = chat.screen
     chat.receive(.event(.delivered(messageID: 5, to: Fixtures.bob)))
+    chat.receive(.settled(DeliveryReport(messageID: 5, recipients: 1, delivered: 1, failures: [])))
     #expect(ChatScreenHarness.untimed(chat.screen[7]) == "✓ alice: hello")
     for row in chat.screen.indices where row != 7 { #expect(chat.screen[row] == before[row]) }
   }
@@ -152,6 +155,7 @@ import Testing
     for index in 1...6 { chat.receive(Fixtures.message("\(index)", from: Fixtures.bob)) }
     let before = chat.screen
     chat.receive(.event(.delivered(messageID: 5, to: Fixtures.bob)))
+    chat.receive(.settled(DeliveryReport(messageID: 5, recipients: 1, delivered: 1, failures: [])))
     #expect(chat.screen == before)
     #expect(chat.model.entries[0].line.plain.contains("✓ alice: hello"))
   }

@@ -33,7 +33,7 @@ public final class Recorder<Element: Sendable>: Sendable {
   private static var debug: Bool { debugFlag }
   private let task: Task<Void, Never>
 
-  public init(_ stream: AsyncStream<Element>) {
+  public init<S: AsyncSequence & Sendable>(_ stream: S) where S.Element == Element, S.Failure == Never {
     let storage = self.storage
     task = Task {
       for await element in stream {

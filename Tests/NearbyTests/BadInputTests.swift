@@ -1,5 +1,6 @@
 import CNearbySystem
 import Nearby
+import NearbyCore
 import NearbyTestSupport
 import Testing
 
@@ -68,7 +69,7 @@ struct BadInputTests {
     }
 
     // Bob's session with alice is unaffected.
-    let id = bob.session.send(Array("still here".utf8), to: .peers([alice.peer.id]))
+    let id = try await bob.session.send(Array("still here".utf8), to: .peers([alice.peer.id]))
     let message = try await alice.expect("message from bob") { if case .message(let m) = $0 { m } else { nil } }
     #expect(message.id == id)
     _ = try await bob.expect("delivered") { if case .delivered(id, _) = $0 { true } else { nil } }
@@ -91,7 +92,7 @@ struct BadInputTests {
     #expect(last.closed)
     #expect(last.frames.contains { if case .error(.busy, _) = $0 { true } else { false } })
 
-    let id = bob.session.send(Array("during the flood".utf8), to: .all)
+    let id = try await bob.session.send(Array("during the flood".utf8), to: .all)
     _ = try await bob.expect("delivered during the flood") { if case .delivered(id, _) = $0 { true } else { nil } }
     let growth = nearby_resident_bytes() - before
     #expect(growth < 64 << 20, "resident memory grew by \(growth) bytes")

@@ -1,5 +1,6 @@
 import Foundation
 import Nearby
+import NearbyCore
 import NearbyTestSupport
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import Nearby
+import NearbyCore
 import NearbyRelay
 import NearbyTestSupport
 import Testing
@@ -26,9 +27,9 @@ struct RelaySessionTests {
 
     // A steady stream (about 16 MB/s): bob keeps up; the slow peer's buffers fill up.
     let body = [UInt8](repeating: 0x61, count: 16_000)
-    var sent: [UInt64] = []
+    var sent: [MessageID] = []
     for round in 0..<100 {
-      for _ in 0..<5 { sent.append(await alice.session.sendWhenWritable(body)) }
+      for _ in 0..<5 { sent.append(try await alice.session.send(body)) }
       if round % 2 == 1 { try await Task.sleep(for: .milliseconds(5)) }
     }
     // Bob gets every message, in order.

@@ -15,7 +15,7 @@ struct RunningSession: Sendable {
     _ name: String, policy: AcceptPolicy = .all, discovery: Bool = false, service: ServiceType? = nil,
     configure: (inout SessionConfiguration) -> Void = { _ in }
   ) async throws -> RunningSession {
-    var configuration = SessionConfiguration(peer: Peer(id: PeerID.random(), name: try DisplayName(name)))
+    var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName(name))
     configuration.acceptPolicy = policy
     configuration.advertise = discovery
     configuration.browse = discovery

@@ -16,7 +16,7 @@ struct SessionTests {
     _ = try await bob.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
 
     let text = "grüße 👋 — 日本語"
-    let id = alice.session.send(Array(text.utf8), to: .peers([bob.peer.id]))
+    let id = try await alice.session.send(Array(text.utf8), to: .peers([bob.peer.id]))
     let message = try await bob.expect("message") { if case .message(let m) = $0 { m } else { nil } }
     #expect(String(decoding: message.body, as: UTF8.self) == text)
     #expect(message.from == alice.peer)
@@ -26,7 +26,7 @@ struct SessionTests {
     #expect(delivered.0 == id)
     #expect(delivered.1 == bob.peer)
 
-    let reply = bob.session.send(Array("hi alice".utf8))
+    let reply = try await bob.session.send(Array("hi alice".utf8))
     let back = try await alice.expect("reply") { if case .message(let m) = $0 { m } else { nil } }
     #expect(back.body == Array("hi alice".utf8))
     #expect(!back.isPrivate)
@@ -58,20 +58,37 @@ struct SessionTests {
     try await bob.stop()
   }
 
-  @Test func messagesToAGonePeerComeBackAsErrorsNamingThem() async throws {
+  @Test func sendingToNobodyThrowsNamingWhoIsNotConnected() async throws {
     let alice = try await RunningSession.start("alice")
     let bob = try await RunningSession.start("bob")
-    let id = alice.session.send([1], to: .peers([bob.peer.id]))
-    let error = try await alice.expect("undelivered") { if case .error(.undelivered(let m, _, _, let r)) = $0 { (m, r) } else { nil } }
-    #expect(error.0 == id)
-    #expect(error.1 == .notConnected)
+    await #expect(throws: SendError.notConnected([bob.peer.id])) { try await alice.session.send([1], to: .peer(bob.peer.id)) }
     try await connect(alice, bob)
     try await bob.stop()
     _ = try await alice.expect("disconnected") { if case .disconnected = $0 { true } else { nil } }
-    let late = alice.session.send([2], to: .all)
-    let failure = try await alice.expect("nobody connected") { if case .error(.rejected(let text)) = $0 { text } else { nil } }
-    #expect(failure.contains("\(late)"))
+    await #expect(throws: SendError.notConnected([])) { try await alice.session.send([2], to: .all) }
+    await #expect(throws: SendError.noRecipients) { try await alice.session.send([2], to: .peers([])) }
+    let tooLarge = [UInt8](repeating: 0, count: NearbySession.maximumMessageSize + 1)
+    await #expect(throws: SendError.bodyTooLarge(byteCount: tooLarge.count, limit: NearbySession.maximumMessageSize)) {
+      try await alice.session.send(tooLarge, to: .all)
+    }
     try await alice.stop()
+    await #expect(throws: SendError.notRunning) { try await alice.session.send([3], to: .all) }
+  }
+
+  @Test func aMessageToAConnectedAndAnAbsentPeerReachesOneAndReportsTheOther() async throws {
+    let alice = try await RunningSession.start("alice")
+    let bob = try await RunningSession.start("bob")
+    let absent = PeerIdentity.ephemeral().peerID
+    try await connect(alice, bob)
+    let id = try await alice.session.send([7], to: .peers([bob.peer.id, absent]))
+    let failure = try await alice.expect("undelivered") { if case .error(.undelivered(let m, _, let p, let r)) = $0 { (m, p, r) } else { nil } }
+    #expect(failure.0 == id && failure.1 == absent && failure.2 == .notConnected)
+    _ = try await bob.expect("message") { if case .message(let m) = $0, m.id == id { true } else { nil } }
+    let report = try #require(await alice.session.delivery(of: id))
+    #expect(report.recipients == 2 && report.delivered == 1 && report.isComplete && !report.isDelivered)
+    #expect(report.failures.map(\.peerID) == [absent])
+    try await alice.stop()
+    try await bob.stop()
   }
 
   @Test func killedPeerIsReportedDisconnectedWithinFiveSeconds() async throws {
@@ -131,7 +148,7 @@ struct SessionTests {
       _ = try await peer.expect("connected to hub", within: .seconds(20)) { if case .connected = $0 { true } else { nil } }
     }
     #expect(await hub.session.connectedPeers.count == 63)
-    let id = hub.session.send(Array("to everyone".utf8))
+    let id = try await hub.session.send(Array("to everyone".utf8))
     for peer in peers {
       let message = try await peer.expect("broadcast") { if case .message(let m) = $0 { m } else { nil } }
       #expect(message.id == id)
@@ -142,7 +159,7 @@ struct SessionTests {
       delivered += 1
     }
     // And every peer can reach the hub.
-    for peer in peers { peer.session.send(Array("hi \(peer.peer.name)".utf8)) }
+    for peer in peers { try await peer.session.send(Array("hi \(peer.peer.name)".utf8)) }
     for _ in peers { _ = try await hub.expect("message") { if case .message = $0 { true } else { nil } } }
     for peer in peers { try await peer.stop() }
     try await hub.stop()

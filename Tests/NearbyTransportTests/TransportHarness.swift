@@ -21,6 +21,9 @@ final class EventCollector: Sendable {
     { [self] event in buffer.withLock { $0.append(event) } }
   }
 
+  /// Every event buffered and not taken yet.
+  var all: [TransportEvent] { buffer.withLock { $0 } }
+
   var nextID: @Sendable () -> ConnectionID {
     { [self] in ConnectionID(self.counter.add(1, ordering: .relaxed).newValue) }
   }

@@ -36,6 +36,13 @@ int nearby_eventfd_signal(int fd);
 /// Resets the counter. Returns 0 or -1 with errno.
 int nearby_eventfd_drain(int fd);
 
+/// timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)
+int nearby_timerfd(void);
+/// Arms the timer to fire at `deadline` (CLOCK_MONOTONIC nanoseconds; one in the past fires
+/// at once), or disarms it when `deadline` is 0. Returns 0 or -1 with errno. (Read the fd
+/// with nearby_eventfd_drain, which reads its 8-byte counter the same way.)
+int nearby_timerfd_arm(int fd, uint64_t deadline);
+
 /// ioctl(fd, TIOCGWINSZ): the terminal size. Returns 0 or -1 with errno.
 int nearby_terminal_size(int fd, uint16_t *rows, uint16_t *columns);
 

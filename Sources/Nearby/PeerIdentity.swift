@@ -4,18 +4,30 @@ import NearbyCore
   import Glibc
 #endif
 
-/// Keeps a peer's id in its state directory, created once.
+/// Who a peer is: its id, kept in a state directory so it stays the same across runs (the
+/// counterpart of MultipeerConnectivity's `MCPeerID`, which a program must archive itself).
 ///
-/// The directory is `$NEARBY_STATE_DIR`, else `$XDG_STATE_HOME/nearby`, else
-/// `~/.local/state/nearby`, unless a caller passes another (`--state-dir`). A process holds
-/// an exclusive lock on the directory while it runs: two processes with one id would be one
-/// peer twice, so the second is refused with a message saying how to give it its own.
-public final class IdentityStore: Sendable {
-  public let directory: String
+/// ``init(directory:)`` creates the identity the first time and holds an exclusive lock on
+/// the directory while the value lives: two processes with one id would be one peer twice,
+/// so the second is refused with a message saying how to give it its own.
+/// ``ephemeral()`` makes a fresh identity that lives in memory only (tests, tools).
+public final class PeerIdentity: Sendable {
+  /// The state directory, or `nil` for an ephemeral identity.
+  public let directory: String?
   public let peerID: PeerID
   private let lockFD: Int32
 
-  /// The state directory from the environment.
+  /// A fresh identity kept in memory only: a new peer every time.
+  public static func ephemeral() -> PeerIdentity { PeerIdentity(peerID: PeerID.random()) }
+
+  private init(peerID: PeerID) {
+    self.directory = nil
+    self.peerID = peerID
+    self.lockFD = -1
+  }
+
+  /// The usual state directory: `$NEARBY_STATE_DIR`, else `$XDG_STATE_HOME/nearby`, else
+  /// `$HOME/.local/state/nearby`.
   public static func defaultDirectory(environment: [String: String]) -> String {
     if let explicit = environment["NEARBY_STATE_DIR"], !explicit.isEmpty { return explicit }
     if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/nearby" }
@@ -50,7 +62,7 @@ public final class IdentityStore: Sendable {
     }
   }
 
-  deinit { close(lockFD) }
+  deinit { if lockFD >= 0 { close(lockFD) } }
 
   private static func makeDirectories(_ path: String) throws(IdentityError) {
     var current = path.hasPrefix("/") ? "" : "."
@@ -98,11 +110,11 @@ public enum IdentityError: Error, Hashable, Sendable, CustomStringConvertible {
     switch self {
     case .inUse(let directory, let owner):
       return
-        "another nearby process (pid \(owner)) is using the identity in \(directory): give each peer on this machine its own state directory with --state-dir DIR (or NEARBY_STATE_DIR)"
+        "another nearby process (pid \(owner)) is using the identity in \(directory): give each peer on this machine its own state directory"
     case .damaged(let path):
       return "the identity file \(path) does not hold a peer id: delete it and a new identity will be created"
     case .unusable(let path, let reason):
-      return "cannot use the state directory \(path): \(reason); choose another with --state-dir DIR"
+      return "cannot use the state directory \(path): \(reason); choose another state directory"
     }
   }
 }

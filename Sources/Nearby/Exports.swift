@@ -1,2 +1,0 @@
-// The public API of Nearby re-exports the value types of the core.
-@_exported import NearbyCore

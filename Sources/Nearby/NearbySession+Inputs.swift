@@ -1,0 +1,213 @@
+import NearbyCore
+import NearbyDiscovery
+import NearbyTransport
+
+/// What arrives from the transport, DNS-SD and the clock, and how the state machine's
+/// actions are carried out. Everything here runs on the session's I/O thread.
+extension NearbySession {
+  func handle(_ event: TransportEvent) {
+    var actions: [SessionAction] = []
+    switch event {
+    case .accepted(let connection):
+      if shutdownRequested {
+        connection.close(.now)
+        return
+      }
+      connections[connection.id] = connection
+      machine.connectionAccepted(connection.id, now: now, into: &actions)
+    case .connected(let connection):
+      connectors[connection.id] = nil
+      guard machine.connectionState(connection.id) == nil, machine.connectionIDs.contains(connection.id), !shutdownRequested else {
+        connection.close(.now)
+        return
+      }
+      connections[connection.id] = connection
+      machine.connectionEstablished(connection.id, now: now, into: &actions)
+    case .connectFailed(let id, let detail):
+      connectors[id] = nil
+      machine.connectFailed(id, detail: detail, now: now, into: &actions)
+    case .frames(let id, let frames):
+      machine.received(frames, on: id, now: now, into: &actions)
+    case .decodingFailed(let id, let error):
+      emit(.status(.connectionRejected(peer: machine.connectionPeer(id), reason: "\(error)")))
+      machine.receiveFailed(error, on: id, now: now, into: &actions)
+    case .closed(let id, let detail):
+      connections[id] = nil
+      untaken[id] = nil
+      machine.connectionClosed(id, detail: detail, now: now, into: &actions)
+      connectionReady(id)
+    case .writable(let id):
+      connectionReady(id)
+    }
+    perform(actions)
+  }
+
+  func handle(_ event: AdvertiserEvent) {
+    switch event {
+    case .registered(let name): emit(.status(.advertised(name: name)))
+    case .failed(let error): emit(.status(.advertisingFailed(error.description)))
+    case .infoUpdated: break
+    }
+  }
+
+  func handle(_ event: BrowserEvent) {
+    var actions: [SessionAction] = []
+    switch event {
+    case .found(let peer), .updated(let peer): machine.discovered(peer, into: &actions)
+    case .lost(let peer): machine.lost(peer.id, into: &actions)
+    case .notANearbyPeer(let instance, let reason): emit(.status(.foreignService(instance: instance, reason: reason)))
+    case .failed(let error): emit(.status(.browsingFailed(error.description)))
+    }
+    perform(actions)
+  }
+
+  // MARK: Time
+
+  /// Runs the protocol's timers, then schedules itself for the next deadline (at most a
+  /// quarter second away).
+  func scheduleTick(after delay: Duration) {
+    tickTimer = loop.schedule(after: delay) { [self] in
+      assumeIsolated { session in
+        session.tickTimer = nil
+        guard !session.shutdownRequested else { return }
+        var actions: [SessionAction] = []
+        let current = session.now
+        session.machine.tick(now: current, into: &actions)
+        session.perform(actions)
+        let next = session.machine.nextDeadline.map { min(max($0 - current, .milliseconds(5)), .milliseconds(250)) }
+        session.scheduleTick(after: next ?? .milliseconds(250))
+      }
+    }
+  }
+
+  // MARK: Acknowledging what the application took
+
+  /// Called from whichever thread took the last copy of received messages: acknowledges
+  /// them on the loop, after everything of the current iteration (one DELIVERED per batch).
+  nonisolated func scheduleAcknowledgements() {
+    if loop.inLoop {
+      loop.afterIteration { [self] in assumeIsolated { $0.acknowledgeTaken() } }
+    } else {
+      loop.execute { [self] in assumeIsolated { $0.acknowledgeTaken() } }
+    }
+  }
+
+  func acknowledgeTaken() {
+    let claims = hub.takeSettledClaims()
+    guard !claims.isEmpty else { return }
+    var actions: [SessionAction] = []
+    machine.acknowledge(claims.map(\.taken), now: now, into: &actions)
+    for claim in claims {
+      let connection = claim.taken.connection
+      guard var count = untaken[connection] else { continue }
+      count.messages -= 1
+      count.bytes -= claim.bytes
+      untaken[connection] = count
+      if let socket = connections[connection], socket.isReadingPaused,
+        count.messages <= configuration.maximumUntakenMessages / 2, count.bytes <= configuration.maximumUntakenBytes / 2
+      {
+        machine.readingPaused(connection, false, now: now)
+        socket.resumeReading()
+      }
+    }
+    perform(actions)
+  }
+
+  // MARK: Performing actions
+
+  func perform(_ actions: [SessionAction]) {
+    var delivered: [(HubEvent, MessageClaim?)] = []
+    for action in actions {
+      switch action {
+      case .connect(let id, let endpoints):
+        guard !shutdownRequested, let sink = transportSink else {
+          var more: [SessionAction] = []
+          machine.connectFailed(id, detail: "the session is shutting down", now: now, into: &more)
+          perform(more)
+          continue
+        }
+        connectors[id] = TCPConnector.connect(
+          id, to: endpoints, loop: loop, timeout: configuration.timeouts.connect, maximumQueuedBytes: configuration.maximumQueuedBytes, sink: sink)
+      case .send(let id, let frame):
+        // Control frames are small and bounded by the protocol; they are never refused.
+        _ = connections[id]?.enqueue(force: true) { FrameEncoder.encode(frame, into: &$0) }
+      case .sendMessage(let message, let ids):
+        sendMessage(message, on: ids)
+      case .close(let id, let mode):
+        if let connector = connectors.removeValue(forKey: id) { connector.cancel() }
+        if let connection = connections[id] {
+          connection.close(mode)
+          if mode == .now {
+            connections[id] = nil
+            untaken[id] = nil
+          }
+        }
+      case .emit(let event):
+        flush(&delivered)
+        emit(event)
+      case .deliver(let message, let connection):
+        let claim = MessageClaim(
+          taken: TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue), bytes: message.body.count)
+        delivered.append((.session(.message(message)), claim))
+        countUntaken(claim)
+      case .settled(let report):
+        settled(report)
+      }
+    }
+    flush(&delivered)
+    wakeIdleWaitersIfSettled()
+  }
+
+  /// Publishes a run of received messages at once (one lock of the hub per batch).
+  private func flush(_ delivered: inout [(HubEvent, MessageClaim?)]) {
+    guard !delivered.isEmpty else { return }
+    hub.publish(delivered)
+    delivered.removeAll(keepingCapacity: true)
+  }
+
+  /// A message is with the application: the connection stops being read while too much of
+  /// what it sent is not taken yet.
+  private func countUntaken(_ claim: MessageClaim) {
+    let id = claim.taken.connection
+    var count = untaken[id] ?? (0, 0)
+    count.messages += 1
+    count.bytes += claim.bytes
+    untaken[id] = count
+    if count.messages > configuration.maximumUntakenMessages || count.bytes > configuration.maximumUntakenBytes,
+      let socket = connections[id], !socket.isReadingPaused
+    {
+      socket.pauseReading()
+      machine.readingPaused(id, true, now: now)
+    }
+  }
+
+  private func sendMessage(_ message: Frame.Message, on ids: [ConnectionID]) {
+    var failures: [SessionAction] = []
+    if ids.count == 1 {
+      let result = connections[ids[0]]?.send(message: message) ?? .closed
+      if result != .queued { noteFailure(message, ids[0], result, into: &failures) }
+    } else {
+      var bytes: [UInt8] = []
+      FrameEncoder.encodeMessage(message, into: &bytes)
+      for id in ids {
+        let result = connections[id]?.send(encoded: bytes) ?? .closed
+        if result != .queued { noteFailure(message, id, result, into: &failures) }
+      }
+    }
+    if !failures.isEmpty { perform(failures) }
+  }
+
+  private func noteFailure(_ message: Frame.Message, _ id: ConnectionID, _ result: TCPConnection.QueueResult, into actions: inout [SessionAction]) {
+    guard message.sender == configuration.peer.id else {
+      // A relay forwarding someone else's message: the origin is told.
+      machine.forwardFailed(message, on: id, into: &actions)
+      return
+    }
+    let reason: UndeliveredReason = result == .full ? .queueFull : .connectionClosed(.closedWhileClosing)
+    machine.sendFailed(messageID: message.id, on: id, reason: reason, into: &actions)
+  }
+
+  func emit(_ event: SessionEvent) {
+    hub.publish(.session(event))
+  }
+}

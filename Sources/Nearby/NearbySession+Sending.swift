@@ -1,0 +1,173 @@
+import NearbyCore
+import NearbyTransport
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension NearbySession {
+  /// The largest message body the protocol carries: 1 MiB.
+  public nonisolated static var maximumMessageSize: Int { ProtocolLimits.maximumBodyLength }
+
+  /// Sends a message: reliable and in order per peer.
+  ///
+  /// It returns once the message is queued for every recipient it can reach. When a
+  /// recipient's queue is full (it reads more slowly than we send), it **suspends** until
+  /// there is room, so a fast sender goes at the pace of its slowest peer. Each recipient
+  /// answers: ``SessionEvent/delivered(messageID:to:)`` once its application took the
+  /// message, or an `undelivered` ``SessionEvent/error(_:)``; ``delivery(of:)`` waits for
+  /// all the answers. A named recipient that cannot be reached is reported undelivered
+  /// while the others still get the message.
+  ///
+  /// Called on the session's I/O thread (a task that prefers ``executor``), it queues the
+  /// message without any thread switch.
+  /// - Parameters:
+  ///   - body: the bytes (at most ``maximumMessageSize``).
+  ///   - recipients: `.all` connected peers (the default), or named ones.
+  /// - Returns: the message's id.
+  /// - Throws: ``SendError`` when nothing was sent: nobody reachable, a body too large,
+  ///   the session not running.
+  @discardableResult
+  public nonisolated func send(_ body: [UInt8], to recipients: Recipients = .all) async throws(SendError) -> MessageID {
+    if loop.inLoop {
+      switch attemptSendOnLoop(body, to: recipients) {
+      case .sent(let id): return id
+      case .refused(let error): throw error
+      case .mustWait: break
+      }
+    }
+    return try await sendWaitingForRoom(body, to: recipients)
+  }
+
+  /// Waits until every recipient of one of our messages has answered.
+  /// - Returns: the report, or `nil` when `id` is not one of our messages (or so old that
+  ///   it was forgotten: the last 1024 settled ones are kept), the session stopped first, or
+  ///   the waiting task was cancelled.
+  public func delivery(of id: MessageID) async -> DeliveryReport? {
+    if let report = machine.deliveryReport(id), report.isComplete { return report }
+    guard machine.deliveryReport(id) != nil, state == .running else { return nil }
+    return await waitCancellably(
+      cancelled: nil,
+      register: {
+        deliveryWaiters.add($0, key: id, token: $1)
+        machine.reportsSettlements = true
+      },
+      cancel: { session, token in
+        defer { session.machine.reportsSettlements = !session.deliveryWaiters.isEmpty }
+        return session.deliveryWaiters.cancel(token: token)
+      })
+  }
+
+  /// Waits until every message we sent so far has been delivered or has failed (or the
+  /// session stopped, or the waiting task was cancelled).
+  public func waitForDeliveries() async {
+    guard machine.hasPendingDeliveries, state == .running else { return }
+    await waitCancellably(cancelled: (), register: { idleWaiters.add($0, key: 0, token: $1) }, cancel: { $0.idleWaiters.cancel(token: $1) })
+  }
+
+  /// The peers a message to `recipients` would reach now and that would answer it (for a
+  /// front end that shows whom a message went to).
+  public func reachablePeers(for recipients: Recipients) -> [Peer] { machine.expectedRecipients(recipients) }
+
+  /// Suspends until resumed with a value through the waiter table that `register` puts the
+  /// continuation in, or with `cancelled` when the task is cancelled (`cancel` takes it out
+  /// again). The continuation is resumed exactly once.
+  func waitCancellably<Value: Sendable>(
+    cancelled: Value, register: (CheckedContinuation<Value, Never>, UInt64) -> Void,
+    cancel: @escaping @Sendable (isolated NearbySession, UInt64) -> CheckedContinuation<Value, Never>?
+  ) async -> Value {
+    let token = nextWaiterToken()
+    return await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        if Task.isCancelled {
+          continuation.resume(returning: cancelled)
+        } else {
+          register(continuation, token)
+        }
+      }
+    } onCancel: {
+      // Runs after the job that stored the continuation (the loop runs one job at a time).
+      loop.execute { [self] in
+        assumeIsolated { session in cancel(session, token)?.resume(returning: cancelled) }
+      }
+    }
+  }
+
+  enum SendAttempt {
+    case sent(MessageID)
+    case refused(SendError)
+    /// A connection the message goes to is full: wait for room, then try again.
+    case mustWait([ConnectionID])
+  }
+
+  /// ``attemptSend(_:to:)`` from the loop thread, without a hop (the loop is our executor).
+  private nonisolated func attemptSendOnLoop(_ body: [UInt8], to recipients: Recipients) -> SendAttempt {
+    assumeIsolated { $0.attemptSend(body, to: recipients) }
+  }
+
+  private func sendWaitingForRoom(_ body: [UInt8], to recipients: Recipients) async throws(SendError) -> MessageID {
+    while true {
+      switch attemptSend(body, to: recipients) {
+      case .sent(let id): return id
+      case .refused(let error): throw error
+      case .mustWait(let full):
+        let woken = await waitCancellably(
+          cancelled: false, register: { sendWaiters.add($0, key: full, token: $1) }, cancel: { $0.sendWaiters.cancel(token: $1) })
+        if !woken { throw .cancelled }
+      }
+    }
+  }
+
+  /// Queues the message unless a connection it goes to is full.
+  func attemptSend(_ body: [UInt8], to recipients: Recipients) -> SendAttempt {
+    guard state == .running, !shutdownRequested else { return .refused(.notRunning) }
+    guard body.count <= ProtocolLimits.maximumBodyLength else {
+      return .refused(.bodyTooLarge(byteCount: body.count, limit: ProtocolLimits.maximumBodyLength))
+    }
+    let routing: SessionStateMachine.Routing
+    do {
+      routing = try machine.routing(recipients)
+    } catch {
+      return .refused(error)
+    }
+    let limit = configuration.maximumQueuedBytes
+    var full: [ConnectionID] = []
+    for id in routing.targets {
+      // A connection that already drained below half its limit reports nothing: try anyway.
+      if let connection = connections[id], connection.queuedBytes >= limit, connection.notifyWhenWritable() { full.append(id) }
+    }
+    if !full.isEmpty { return .mustWait(full) }
+    var actions: [SessionAction] = []
+    do {
+      let (id, _) = try machine.sendMessage(body, routing: routing, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
+      perform(actions)
+      return .sent(id)
+    } catch {
+      perform(actions)
+      return .refused(error)
+    }
+  }
+
+  /// A connection has room again (or closed): its waiting senders try again.
+  func connectionReady(_ id: ConnectionID) {
+    for waiter in sendWaiters.removeAll(where: { $0.contains(id) }) { waiter.resume(returning: true) }
+  }
+
+  /// A message of ours settled: wake whoever waits for it.
+  func settled(_ report: DeliveryReport) {
+    for waiter in deliveryWaiters.remove(key: report.messageID) { waiter.resume(returning: report) }
+    machine.reportsSettlements = !deliveryWaiters.isEmpty
+  }
+
+  /// Wakes the callers of ``waitForDeliveries()`` once nothing of ours is pending.
+  func wakeIdleWaitersIfSettled() {
+    guard !idleWaiters.isEmpty, !machine.hasPendingDeliveries else { return }
+    for waiter in idleWaiters.removeAll(where: { _ in true }) { waiter.resume() }
+  }
+
+  static func unixMilliseconds() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return UInt64(spec.tv_sec) * 1000 + UInt64(spec.tv_nsec) / 1_000_000
+  }
+}

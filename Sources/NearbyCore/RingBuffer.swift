@@ -1,0 +1,98 @@
+/// A first-in first-out queue in one growable array (a ring): appending and removing the
+/// oldest element are O(1), and so is reading by position. Used for the messages waiting for
+/// their acknowledgement on a connection (acknowledgements come in order), the delivery
+/// ledger, and the events waiting for a subscriber. Inlinable: used from other modules, it
+/// is specialized there instead of looking up type metadata at every call.
+package struct RingBuffer<Element>: Sendable where Element: Sendable {
+  @usableFromInline var storage: [Element?] = []
+  @usableFromInline var head = 0
+  @usableFromInline package internal(set) var count = 0
+
+  @inlinable package init() {}
+
+  @inlinable package var isEmpty: Bool { count == 0 }
+
+  /// The oldest element.
+  @inlinable package var first: Element? { count == 0 ? nil : storage[head] }
+
+  /// The element `offset` places after the oldest (0: the oldest).
+  @inlinable package subscript(offset: Int) -> Element {
+    get {
+      precondition(offset >= 0 && offset < count, "RingBuffer index \(offset) out of 0..<\(count)")
+      return storage[(head + offset) % storage.count]!
+    }
+    set {
+      precondition(offset >= 0 && offset < count, "RingBuffer index \(offset) out of 0..<\(count)")
+      storage[(head + offset) % storage.count] = newValue
+    }
+  }
+
+  @inlinable package mutating func append(_ element: Element) {
+    if count == storage.count { grow() }
+    storage[(head + count) % storage.count] = element
+    count += 1
+  }
+
+  /// Removes and returns the oldest element.
+  @inlinable @discardableResult
+  package mutating func popFirst() -> Element? {
+    guard count > 0 else { return nil }
+    let element = storage[head]
+    storage[head] = nil
+    head = (head + 1) % storage.count
+    count -= 1
+    if count == 0 { head = 0 }
+    return element
+  }
+
+  /// Empties the queue, returning what it held, oldest first.
+  @inlinable package mutating func removeAll() -> [Element] {
+    var result: [Element] = []
+    result.reserveCapacity(count)
+    while let element = popFirst() { result.append(element) }
+    storage = []
+    return result
+  }
+
+  /// Gives back memory after a burst: shrinks the storage when it is mostly empty.
+  @inlinable package mutating func shrinkIfSparse() {
+    guard storage.count > 64, count * 4 < storage.count else { return }
+    let kept = removeAll()
+    storage.reserveCapacity(max(16, kept.count * 2))
+    for element in kept { append(element) }
+  }
+
+  @usableFromInline mutating func grow() {
+    let capacity = max(16, storage.count * 2)
+    var grown: [Element?] = []
+    grown.reserveCapacity(capacity)
+    for index in 0..<count { grown.append(storage[(head + index) % storage.count]) }
+    grown.append(contentsOf: repeatElement(nil, count: capacity - count))
+    storage = grown
+    head = 0
+  }
+}
+
+extension RingBuffer where Element: Equatable {
+  /// Removes `value`: O(1) when it is the oldest, a linear search otherwise (order is kept).
+  /// - Returns: whether it was there.
+  @inlinable @discardableResult
+  package mutating func remove(_ value: Element) -> Bool {
+    guard count > 0 else { return false }
+    if storage[head] == value {
+      popFirst()
+      return true
+    }
+    for offset in 1..<count where self[offset] == value {
+      // Shift the older elements forward by one.
+      var position = offset
+      while position > 0 {
+        self[position] = self[position - 1]
+        position -= 1
+      }
+      popFirst()
+      return true
+    }
+    return false
+  }
+}

@@ -1,0 +1,104 @@
+import Nearby
+import NearbyChat
+import NearbyCommandLine
+import NearbyScript
+import NearbySystem
+import NearbyTerminalUI
+
+/// `nearby chat`: the terminal chat at a terminal, line mode (text or JSON) through pipes,
+/// or a chat script.
+struct ChatTool: Tool {
+  static let spec = NearbyCommands.Chat.spec
+  typealias Options = NearbyCommands.Chat
+
+  let setup: SessionSetup
+  let acceptPolicy: AcceptPolicy
+  let allowList: Set<PeerID>
+  let info: DiscoveryInfo
+  let connect: [Endpoint]
+  let invitationTimeout: Duration
+  let json: Bool
+  let plain: Bool
+  let color: Bool
+  let script: String?
+  let interactive: Bool
+
+  init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
+    let name = try parsed.value(Options.name) ?? (try? DisplayName(environment.hostName)) ?? (try! DisplayName("nearby"))
+    setup = SessionSetup(
+      stateDirectory: try parsed.value(
+        NearbyCommands.Common.stateDirectory, default: PeerIdentity.defaultDirectory(environment: environment.variables)),
+      name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
+      port: try parsed.value(NearbyCommands.Common.port, default: 0))
+    acceptPolicy = try parsed.value(Options.accept, default: .ask)
+    allowList = Set(try parsed.values(Options.allow).flatMap { $0 })
+    let infoArguments = try parsed.values(Options.info)
+    do {
+      info = try DiscoveryInfo(arguments: infoArguments)
+      _ = try NearbyAdvertiser(peer: Peer(id: PeerIdentity.ephemeral().peerID, name: name, info: info), port: 1)
+    } catch {
+      throw .usage("invalid --info: \(error)", path: parsed.path)
+    }
+    connect = try parsed.values(Options.connect)
+    invitationTimeout = try parsed.value(Options.inviteTimeout, default: .seconds(30))
+    json = parsed.isSet(NearbyCommands.Common.json)
+    plain = parsed.isSet(Options.plain)
+    color = !parsed.isSet(Options.noColor) && (environment["NO_COLOR"] ?? "").isEmpty
+    script = try parsed.value(Options.script)
+    interactive = environment.isInteractiveTerminal
+  }
+
+  func run(signals: AsyncStream<Int32>?) async -> Int32 {
+    // A script is read and checked before anything starts (a bad one: exit 64).
+    var loaded: (ChatScript, file: String)?
+    if let script {
+      switch await Self.load(script) {
+      case .success(let value): loaded = value
+      case .failure(let code): return code.value
+      }
+    }
+    guard
+      let (identity, session) = setup.makeSession({ configuration in
+        configuration.acceptPolicy = acceptPolicy
+        configuration.allowList = allowList
+        configuration.discoveryInfo = info
+        configuration.invitationTimeout = invitationTimeout
+      })
+    else { return 1 }
+    defer { withExtendedLifetime(identity) {} }
+    if let (script, file) = loaded {
+      return await ScriptedChat.run(script: script, file: file, session: session, json: json, connect: connect, signals: signals)
+    }
+    if !json && !plain && interactive {
+      if let code = await TerminalChat.run(
+        session: session, connect: connect, color: color, stateDirectory: setup.stateDirectory, signals: signals)
+      {
+        return code
+      }
+    }
+    let chat = LineChat(session: session, output: PlainOutput(json: json), connect: connect)
+    return await chat.run(input: LineReader.lines(), signals: signals)
+  }
+
+  struct ExitCode: Error { let value: Int32 }
+
+  /// Reads and parses a script; one that cannot be read or parsed gives exit code 64.
+  static func load(_ path: String) async -> Result<(ChatScript, file: String), ExitCode> {
+    let file = path == "-" ? "<stdin>" : path
+    do throws(ChatScriptFileError) {
+      let text = try await ChatScriptFile.read(path)
+      do throws(ChatScriptErrors) {
+        return .success((try ChatScript.parse(text), file))
+      } catch {
+        OutputWriter.standardError.line(error.formatted(file: file))
+        OutputWriter.standardError.line(
+          "nearby chat: the script \(file) has \(error.errors.count) error\(error.errors.count == 1 ? "" : "s"); see the grammar in the README (Scripted peers)"
+        )
+        return .failure(ExitCode(value: 64))
+      }
+    } catch {
+      OutputWriter.standardError.write(usageText("invalid --script: \(error)", path: ["nearby", "chat"]))
+      return .failure(ExitCode(value: 64))
+    }
+  }
+}

@@ -1,0 +1,60 @@
+import Nearby
+import NearbyCommandLine
+import NearbyRelay
+
+/// `nearby relay`: forwards messages between peers and between LAN segments.
+struct RelayTool: Tool {
+  static let spec = NearbyCommands.Relay.spec
+  typealias Options = NearbyCommands.Relay
+
+  let setup: SessionSetup
+  let level: RelayService.LogLevel
+  let statsInterval: Duration?
+  let maximumPeers: Int?
+  let connect: [Endpoint]
+  let connectFound: Bool
+  let allowFile: String?
+  let acceptNone: Bool
+
+  init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
+    let fallbackName = String("relay-\(environment.hostName)".utf8.prefix(63)) ?? "relay"
+    setup = SessionSetup(
+      stateDirectory: try parsed.value(
+        NearbyCommands.Common.stateDirectory, default: PeerIdentity.defaultDirectory(environment: environment.variables) + "/relay"),
+      name: try parsed.value(Options.name) ?? (try? DisplayName(fallbackName)) ?? (try! DisplayName("relay")),
+      service: try parsed.value(NearbyCommands.Common.service, default: .default), port: try parsed.value(NearbyCommands.Common.port, default: 0))
+    level = RelayService.LogLevel(name: try parsed.value(Options.logLevel, default: "info")) ?? .info
+    let interval = try parsed.value(Options.statsInterval, default: .seconds(60))
+    statsInterval = interval == .zero ? nil : interval
+    maximumPeers = try parsed.value(Options.maximumPeers)
+    connect = try parsed.values(Options.connect)
+    connectFound = parsed.isSet(Options.connectFound)
+    allowFile = try parsed.value(Options.allow)
+    acceptNone = try parsed.value(Options.accept) == "none"
+  }
+
+  func run(signals: AsyncStream<Int32>?) async -> Int32 {
+    var allowList: Set<PeerID> = []
+    if let allowFile {
+      do {
+        allowList = try RelayService.readAllowList(allowFile)
+      } catch {
+        return failure("\(error)")
+      }
+    }
+    guard
+      let (identity, session) = setup.makeSession({ configuration in
+        configuration.isRelay = true
+        configuration.acceptPolicy = allowFile != nil || acceptNone ? .none : .all
+        configuration.allowList = allowList
+        configuration.maximumPeers = maximumPeers
+        configuration.connectFound = connectFound
+        // A relay serves many peers: allow more handshakes at once than a chat does.
+        configuration.maximumPendingConnections = 256
+      })
+    else { return 1 }
+    defer { withExtendedLifetime(identity) {} }
+    let relay = RelayService(session: session, level: level, statsInterval: statsInterval, allowFile: allowFile, connect: connect)
+    return await relay.run(signals: signals)
+  }
+}

@@ -1,0 +1,34 @@
+import Nearby
+import NearbyCommandLine
+
+/// What `nearby chat` and `nearby relay` share: the identity in the state directory and a
+/// session made from it.
+struct SessionSetup: Sendable {
+  let stateDirectory: String
+  let name: DisplayName
+  let service: ServiceType
+  let port: UInt16
+
+  /// Opens the identity and makes the session.
+  /// - Returns: both (keep the identity alive while the session runs: it holds the lock on
+  ///   the state directory), or nil after printing what went wrong and how to fix it.
+  func makeSession(_ configure: (inout SessionConfiguration) -> Void) -> (PeerIdentity, NearbySession)? {
+    let identity: PeerIdentity
+    do {
+      identity = try PeerIdentity(directory: stateDirectory)
+    } catch {
+      _ = failure("\(error) (use --state-dir DIR or NEARBY_STATE_DIR)")
+      return nil
+    }
+    var configuration = SessionConfiguration(identity: identity, name: name)
+    configuration.serviceType = service
+    configuration.listenPort = port
+    configure(&configuration)
+    do {
+      return (identity, try NearbySession(configuration: configuration))
+    } catch {
+      _ = failure("\(error)")
+      return nil
+    }
+  }
+}
