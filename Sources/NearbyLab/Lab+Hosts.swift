@@ -10,7 +10,7 @@ extension Lab {
   enum Launcher {
     /// Start commands here (inside `lan loopback`).
     case direct
-    /// Through `lan exec ID HOST`.
+    /// Inside host HOST of LAN `id`.
     case lan(LANHarness, id: String)
   }
 
@@ -32,7 +32,7 @@ extension Lab {
     var started: [LabPlan.Host] = []
     var children: [String: ChildProcess] = [:]
     let nearbyDirectory = String(executable[..<(executable.lastIndex(of: "/") ?? executable.startIndex)])
-    for host in plan.hosts {
+    hosts: for host in plan.hosts {
       let stateDirectory = stateRoot + "/" + host.name
       guard let command = host.arguments(nearby: executable, stateDirectory: stateDirectory) else {
         say("\(host.name) runs nothing (it is part of the network only)")
@@ -50,8 +50,15 @@ extension Lab {
         childEnvironment = environment.merging(variables) { $1 }
         childEnvironment?["NEARBY_LAB_INNER"] = nil
       case .lan(let lan, let id):
-        argv =
-          [lan.path, "exec", id, host.name] + variables.sorted { $0.key < $1.key }.flatMap { ["--env", "\($0.key)=\($0.value)"] } + ["--"] + command
+        do throws(LANError) {
+          let inside = try lan.host(id: id, name: host.name)
+          argv = inside.entering(command, nsenter: lan.tools.path("nsenter"), workingDirectory: LabFiles.absolute("."))
+          childEnvironment = inside.environment(environment, extra: variables)
+        } catch {
+          errors.line("nearby lab: \(host.name): \(error.message)")
+          control.stop(.internalError)
+          break hosts
+        }
       }
       guard let out = LabPipe(), let err = LabPipe() else {
         errors.line("nearby lab: cannot create a pipe: \(String(cString: strerror(errno)))")
