@@ -127,7 +127,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyLabTests",
-      dependencies: ["NearbyLab"],
+      dependencies: ["NearbyLab", "NearbyScript", "CNearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -1,9 +1,11 @@
+import NearbyScript
+
 /// A command of the harness tool `nearby-lan` (also run as `scripts/lan`), parsed from its
 /// arguments. Pure; ``LANTool`` runs it.
 public enum LANCommand: Sendable, Equatable {
   /// What `lan avahi` does to a host's daemon.
   public enum AvahiAction: String, Sendable, CaseIterable {
-    case start, stop, kill, status
+    case start, stop, kill, status, restart
   }
 
   /// The host whose avahi-daemon `lan avahi` acts on.
@@ -34,6 +36,8 @@ public enum LANCommand: Sendable, Equatable {
   case list
   case down(id: String)
   case selftest
+  /// `lan fault ID ACTION...`: a network fault (see ``FaultAction``).
+  case fault(id: String, FaultAction)
 
   // Internal entry points, run by the harness itself inside namespaces.
   /// The loopback host's setup and supervisor, after the unshare.
@@ -83,6 +87,7 @@ public enum LANCommand: Sendable, Equatable {
     case "selftest":
       guard rest.isEmpty else { throw .usage("usage: lan selftest") }
       return .selftest
+    case "fault": return try parseFault(rest)
     default: return try parseInternal(name, rest)
     }
   }
@@ -100,6 +105,23 @@ public enum LANCommand: Sendable, Equatable {
     default: break
     }
     throw .usage("unknown command '\(name)'")
+  }
+
+  private static func parseFault(_ arguments: [String]) throws(LANError) -> LANCommand {
+    let usage = "usage: lan fault ID loss|partition|heal|link|rate|avahi ... (for example: lan fault t1 partition a b)"
+    guard arguments.count >= 2 else { throw .usage(usage) }
+    let line = arguments.dropFirst().joined(separator: " ")
+    var lexer = ScriptLexer(line)
+    var hosts: [(name: String, column: Int)] = []
+    do throws(ScriptLineError) {
+      let action = try FaultActionParser.action(&lexer, endColumn: line.count + 1, hosts: &hosts)
+      if action.isProcessFault {
+        throw ScriptLineError(column: 1, message: "\(line) acts on a host's process", hint: "nearby lab does that, from DIR/faults")
+      }
+      return .fault(id: arguments[0], action)
+    } catch {
+      throw .usage("lan fault: \(error.message) (\(error.hint))")
+    }
   }
 
   private static func parseLoopback(_ arguments: [String]) throws(LANError) -> Loopback {
@@ -153,7 +175,7 @@ public enum LANCommand: Sendable, Equatable {
   }
 
   private static func parseAvahi(_ arguments: [String]) throws(LANError) -> LANCommand {
-    let usage = "usage: lan avahi ID HOST start|stop|kill|status (or: lan avahi loopback ACTION, inside lan loopback)"
+    let usage = "usage: lan avahi ID HOST start|stop|restart|kill|status (or: lan avahi loopback ACTION, inside lan loopback)"
     let target: AvahiTarget
     switch arguments.count {
     case 2 where arguments[0] == "loopback": target = .loopback
@@ -161,7 +183,7 @@ public enum LANCommand: Sendable, Equatable {
     default: throw .usage(usage)
     }
     guard let action = AvahiAction(rawValue: arguments.last!) else {
-      throw .usage("lan avahi: unknown action '\(arguments.last!)' (start|stop|kill|status)")
+      throw .usage("lan avahi: unknown action '\(arguments.last!)' (start|stop|restart|kill|status)")
     }
     return .avahi(target, action)
   }

@@ -33,7 +33,7 @@ extension LANHarness {
     guard problems.isEmpty else { throw .failed(problems.joined(separator: "\n")) }
   }
 
-  /// What `lan avahi` does to a host's avahi-daemon.
+  /// What `lan avahi` does to a host's avahi-daemon (`restart`: stop, then start).
   /// - Returns: for `status`, `running PID` or nil (stopped); nil otherwise.
   /// - Throws: ``LANError`` when the host is missing or the daemon does not start or die.
   @discardableResult
@@ -57,20 +57,25 @@ extension LANHarness {
     switch action {
     case .status:
       return pid.map { "running \($0)" }
-    case .stop:
+    case .stop, .restart:
       if let pid { await ProcessTable.terminate([pid], grace: killGrace) }
+      if action == .restart { try await startAvahi(directory: directory, host: host) }
     case .kill:
       guard let pid else { return nil }
       _ = kill(pid, SIGKILL)
       guard await ProcessTable.waitUntil(timeout, { !ProcessTable.isAlive(pid) }) else { throw .failed("avahi-daemon \(pid) survived SIGKILL") }
     case .start:
-      guard pid == nil else { return nil }
-      if let host {
-        try await runInside(host, ["__start-avahi", directory])
-      } else {
-        try await HostDaemons(directory: directory, environment: environment, timeout: timeout).startAvahi()
-      }
+      if pid == nil { try await startAvahi(directory: directory, host: host) }
     }
     return nil
+  }
+
+  /// Starts the avahi-daemon of a host (from inside it), or of the loopback host we are in.
+  private func startAvahi(directory: String, host: LANHost?) async throws(LANError) {
+    if let host {
+      try await runInside(host, ["__start-avahi", directory])
+    } else {
+      try await HostDaemons(directory: directory, environment: environment, timeout: timeout).startAvahi()
+    }
   }
 }

@@ -118,6 +118,7 @@ public struct LANTool: Sendable {
         try await daemons.startAvahi()
       case .startAvahi(let directory):
         try await HostDaemons(directory: directory, environment: harness.environment, timeout: harness.timeout).startAvahi()
+      case .fault(let id, let action): try await harness.inject(action, into: id)
       case .selftest: return await SelfTest(harness: harness).run()
       case .selftestLoopback(let pidFile): return await SelfTest(harness: harness).insideLoopback(pidFile: pidFile)
       case .help, .loopback, .exec, .anchor, .loopbackInner, .loopbackWatchdog: break

@@ -32,10 +32,10 @@ public enum LANUsage {
           NEARBY_LAN=ID NEARBY_LAN_HOST=HOST NEARBY_LAN_HOSTNAME=ID-HOST
           NEARBY_LAN_ADDR=<first address> NEARBY_AVAHI=1 NEARBY_LAN_SCRIPT.
 
-      lan avahi ID HOST start|stop|kill|status
-      lan avahi loopback start|stop|kill|status     (from inside `lan loopback`)
-          Start / stop (TERM) / kill (KILL, simulates a crash) / query the
-          host's avahi-daemon.  status prints "running PID" (exit 0) or
+      lan avahi ID HOST start|stop|restart|kill|status
+      lan avahi loopback start|stop|restart|kill|status   (from inside `lan loopback`)
+          Start / stop (TERM) / restart / kill (KILL, simulates a crash) / query
+          the host's avahi-daemon.  status prints "running PID" (exit 0) or
           "stopped" (exit 3).
 
       lan addr ID HOST [SEGMENT#]     print HOST's IPv4 address (first segment by default)
@@ -44,6 +44,15 @@ public enum LANUsage {
       lan down ID                     kill everything inside LAN ID, delete its
                                       namespaces and state (idempotent)
       lan selftest                    check the harness against real avahi
+
+      lan fault ID loss HOST PERCENT%           drop that share of HOST's packets (0% ends it)
+      lan fault ID partition HOSTS HOSTS        no packet between the two sides (a or a,b,...)
+      lan fault ID heal [HOSTS HOSTS]           undo that partition (every one without sides)
+      lan fault ID link HOST down|up [SEG#]     take HOST's links (or one) down or up
+      lan fault ID rate HOST RATE|off           limit HOST's traffic both ways (tbf; 1mbit, 500kbit)
+      lan fault ID avahi HOST restart|stop|start|kill
+          Network faults (nftables and tc inside the hosts' namespaces; the state of
+          loss and partitions is in /run/nearby-lan/ID/HOST/faults).
 
     Logs: /run/nearby-lan/ID/HOST/{avahi,dbus,anchor}.log (loopback:
     /run/nearby-loopback/, inside the loopback's private /run).
