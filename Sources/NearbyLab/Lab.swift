@@ -40,9 +40,10 @@ public struct Lab: Sendable {
     self.errors = errors
   }
 
-  /// The errors of the hosts' scripts, each formatted with its file name (empty: all parse).
+  /// The errors of the hosts' scripts and of the faults file, each formatted with its file
+  /// name (empty: all parse, and the faults fit the lab).
   public static func scriptErrors(_ plan: LabPlan) -> [String] {
-    plan.hosts.compactMap { host -> String? in
+    let scripts = plan.hosts.compactMap { host -> String? in
       guard case .script(let path) = host.role else { return nil }
       guard let text = LabFiles.read(path) else { return "\(path): cannot read it" }
       do throws(ChatScriptErrors) {
@@ -52,6 +53,11 @@ public struct Lab: Sendable {
         return error.formatted(file: path)
       }
     }
+    guard let path = plan.faults else { return scripts }
+    guard let text = LabFiles.read(path) else { return scripts + ["\(path): cannot read it"] }
+    let (faults, errors) = FaultScript.read(text)
+    let problems = (errors + faults.problems(in: plan)).sorted { ($0.line, $0.column) < ($1.line, $1.column) }
+    return scripts + (problems.isEmpty ? [] : [ChatScriptErrors(errors: problems).formatted(file: path)])
   }
 
   /// Whether this process is the lab run again inside `lan loopback`.
@@ -189,9 +195,11 @@ public struct Lab: Sendable {
     }
   }
 
+  /// The width of the host names in front of the lines.
+  var width: Int { max(3, plan.hosts.map(\.name.count).max() ?? 0) }
+
   /// A line from the lab itself.
   func say(_ text: String) {
-    let width = max(3, plan.hosts.map(\.name.count).max() ?? 0)
     errors.line("lab".padding(to: width) + " | " + text)
   }
 }
