@@ -77,6 +77,12 @@ extension Lab {
     // pipe could keep it open: do not wait for it long).
     let drained = ContinuousClock.now + .seconds(2)
     for pipe in hosts.pipes { await pipe.waitUntilFinished(deadline: drained) }
+    let notRun = schedule.pendingLines
+    if !notRun.isEmpty {
+      say(
+        "\(notRun.count == 1 ? "a fault" : "\(notRun.count) faults") did not run before the end (faults line \(notRun.map(String.init).joined(separator: ", ")))"
+      )
+    }
     let code = exitCode(control)
     let elapsed = ContinuousClock.now - began
     if code == 0 {

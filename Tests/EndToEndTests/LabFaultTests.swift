@@ -31,7 +31,7 @@ extension ScriptedPeersEndToEnd {
     }
 
     @Test func aKilledHostIsDownUntilItIsRestartedOnLoopback() async throws {
-      let directory = try scriptsDirectory(["faults": "when b prints \"started b\" kill b\nat 1s restart b\n"])
+      let directory = try scriptsDirectory(["faults": "when b prints \"started b\" kill b\nat 1s restart b\nat 10m pause a\n"])
       defer { removeDirectory(directory) }
       let run = try await runNearby(["lab", "--loopback", "--hosts", "a,b", "--scripts", directory, "--", "sh", "-c", "echo started {host}; sleep 2"])
       #expect(run.status == 0, "\(run.output)")
@@ -41,6 +41,7 @@ extension ScriptedPeersEndToEnd {
       #expect(all.contains { $0.hasPrefix("lab | 1.") && $0.hasSuffix("s restart b") }, "\(run.output)")
       #expect(all.contains("lab | b is down (exit 137) until a restart"), "\(run.output)")
       #expect(all.contains("lab | b completed (exit 0)"))
+      #expect(all.contains("lab | a fault did not run before the end (faults line 3)"), "\(run.output)")
     }
 
     @Test func aPausedHostPrintsNothingUntilResumed() async throws {

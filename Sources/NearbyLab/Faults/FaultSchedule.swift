@@ -31,6 +31,9 @@ final class FaultSchedule: Sendable {
   /// Whether steps remain.
   var isFinished: Bool { state.withLock { $0.pending.isEmpty } }
 
+  /// The line numbers of the steps that have not run.
+  var pendingLines: [Int] { state.withLock { $0.pending.map(\.line) } }
+
   /// Whether a step that restarts `host` is still to come (a host a fault killed is not
   /// done then).
   func restartPending(_ host: String) -> Bool {

@@ -27,7 +27,8 @@ public struct LANTool: Sendable {
     // avahi-daemon, dbus-daemon and ip live in sbin, which a non-root PATH lacks; commands
     // run inside inherit the longer PATH.
     let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
-    setenv("PATH", path + ":/usr/sbin:/sbin", 1)
+    let missing = ["/usr/sbin", "/sbin"].filter { !path.split(separator: ":").contains(Substring($0)) }
+    setenv("PATH", ([path] + missing).joined(separator: ":"), 1)
     let environment = Self.currentEnvironment()
     harness = LANHarness(executable: LabFiles.executablePath(fallback: CommandLine.arguments.first ?? "nearby-lan"), environment: environment)
     do throws(LANError) {
