@@ -13,6 +13,7 @@ let package = Package(
     .library(name: "Nearby", targets: ["Nearby"]),
     .library(name: "NearbyCore", targets: ["NearbyCore"]),
     .executable(name: "nearby", targets: ["nearby"]),
+    .executable(name: "nearby-lan", targets: ["nearby-lan"]),
   ],
   targets: [
     // Pure values and state machines: no I/O, no threads, no Foundation.
@@ -65,12 +66,15 @@ let package = Package(
       dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
-    // `nearby lab`: several peers on private LANs built with scripts/lan.
+    // The private-LAN harness (network namespaces with their own Avahi) and `nearby lab`:
+    // several peers on such LANs.
     .target(
       name: "NearbyLab",
-      dependencies: ["NearbySystem", "NearbyScript"],
+      dependencies: ["NearbySystem", "NearbyScript", "CNearbySystem"],
       swiftSettings: strict
     ),
+    // The harness's command line (scripts/lan runs it).
+    .executableTarget(name: "nearby-lan", dependencies: ["NearbyLab", "NearbySystem"], swiftSettings: strict),
     .executableTarget(
       name: "nearby",
       dependencies: [
@@ -124,7 +128,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyLabTests",
-      dependencies: ["NearbyLab"],
+      dependencies: ["NearbyLab", "NearbyScript", "CNearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -8,115 +8,67 @@ import NearbyTransport
 
 extension Lab {
   enum Launcher {
-    /// Start commands here (inside `lan loopback`).
+    /// Start commands here (inside `nearby-lan loopback`).
     case direct
-    /// Through `lan exec ID HOST`.
+    /// Inside host HOST of LAN `id`.
     case lan(LANHarness, id: String)
   }
 
   private enum HostEvent: Sendable {
-    case exited(String, Int32)
+    case exited(String, pid: Int32, code: Int32)
     case tick
+    /// Steps of the faults file that are due.
+    case faults([FaultSchedule.Due])
   }
 
-  /// Starts every host's command, streams its output, waits, and stops the rest at the
-  /// first failure, when the scripts are done, at the timeout, or on a signal.
+  /// Starts every host's command, streams its output, runs the faults file, waits, and
+  /// stops the rest at the first failure, when the scripts are done, at the timeout, or on a
+  /// signal.
   func runHosts(_ control: LabControl, launcher: Launcher) async -> Int32 {
     guard let stateRoot = LabFiles.makeTemporaryDirectory() else {
       errors.line("nearby lab: cannot create a temporary directory: \(String(cString: strerror(errno)))")
       return 1
     }
     defer { LabFiles.removeTree(stateRoot) }
-    let width = max(3, plan.hosts.map(\.name.count).max() ?? 0)
-    var pipes: [PrefixedPipe] = []
-    var started: [LabPlan.Host] = []
-    var children: [String: ChildProcess] = [:]
-    let nearbyDirectory = String(executable[..<(executable.lastIndex(of: "/") ?? executable.startIndex)])
+    let schedule = FaultSchedule(loadFaults()?.steps ?? [])
+    let hosts = LabHosts(lab: self, control: control, launcher: launcher, stateRoot: stateRoot, schedule: schedule)
+    var children: [(String, ChildProcess)] = []
     for host in plan.hosts {
-      let stateDirectory = stateRoot + "/" + host.name
-      guard let command = host.arguments(nearby: executable, stateDirectory: stateDirectory) else {
+      if host.role == .idle {
         say("\(host.name) runs nothing (it is part of the network only)")
         continue
       }
-      let variables = [
-        "NEARBY_NAME": host.name, "NEARBY_STATE_DIR": stateDirectory, "NEARBY_LAB_HOST": host.name,
-        "PATH": nearbyDirectory + ":" + (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"),
-      ]
-      let argv: [String]
-      var childEnvironment: [String: String]?
-      switch launcher {
-      case .direct:
-        argv = command
-        childEnvironment = environment.merging(variables) { $1 }
-        childEnvironment?["NEARBY_LAB_INNER"] = nil
-      case .lan(let lan, let id):
-        argv =
-          [lan.path, "exec", id, host.name] + variables.sorted { $0.key < $1.key }.flatMap { ["--env", "\($0.key)=\($0.value)"] } + ["--"] + command
-      }
-      guard let out = LabPipe(), let err = LabPipe() else {
-        errors.line("nearby lab: cannot create a pipe: \(String(cString: strerror(errno)))")
-        control.stop(.internalError)
-        break
-      }
-      do {
-        let child = try ChildProcess(
-          argv[0], Array(argv.dropFirst()), environment: childEnvironment, standardInput: .null, standardOutput: .descriptor(out.write),
-          standardError: .descriptor(err.write), newProcessGroup: true)
-        children[host.name] = child
-        started.append(host)
-        control.register(host.name, child, group: true)
-      } catch {
-        errors.line("nearby lab: \(host.name): cannot start \(command.joined(separator: " ")): \(error)")
-        control.stop(.internalError)
-      }
-      out.closeWrite()
-      err.closeWrite()
-      let prefix = host.name.padding(to: width) + " | "
-      pipes.append(PrefixedPipe.forward(fd: out.read, prefix: prefix, to: output))
-      pipes.append(PrefixedPipe.forward(fd: err.read, prefix: prefix, to: errors))
+      if let child = hosts.start(host) { children.append((host.name, child)) }
       if control.isStopping { break }
     }
-    say("running " + started.map { "\($0.name) (\(describe($0.role)))" }.joined(separator: ", "))
+    say("running " + hosts.started.map { "\($0.name) (\(describe($0.role)))" }.joined(separator: ", "))
     let began = ContinuousClock.now
-    var unfinished = started.filter(\.runsToCompletion).count
+    schedule.begin(at: began)
     await withTaskGroup(of: HostEvent.self) { group in
-      for (name, child) in children { group.addTask { .exited(name, await child.wait()) } }
-      group.addTask {
-        try? await Task.sleep(for: .milliseconds(100))
-        return .tick
-      }
-      var running = children.count
-      while running > 0, let event = await group.next() {
+      for (name, child) in children { group.addTask { .exited(name, pid: child.pid, code: await child.wait()) } }
+      group.addTask { await Self.tick() }
+      if !schedule.isFinished { group.addTask { await Self.nextFaults(schedule) } }
+      while hosts.live > 0 || (!control.isStopping && !hosts.unfinished.isEmpty), let event = await group.next() {
         switch event {
-        case .exited(let name, let code):
-          running -= 1
-          control.exited(name)
-          let host = started.first { $0.name == name }!
-          if control.isStopping {
-            say("\(name) stopped (exit \(code))")
-          } else if code != 0 {
-            say("\(name) failed with exit code \(code); stopping \(control.runningNames.joined(separator: ", "))")
-            control.stop(.failure(host: name, code: code))
-          } else {
-            say("\(name) \(host.runsToCompletion ? "completed" : "ended") (exit 0)")
-            if host.runsToCompletion {
-              unfinished -= 1
-              if unfinished == 0 && running > 0 {
-                say("every script is done; stopping \(control.runningNames.joined(separator: ", "))")
-                control.stop(.finished)
-              }
-            }
-          }
+        case .exited(let name, let pid, let code):
+          hosts.exited()
+          control.exited(name, pid: pid)
+          hostExited(name, pid: pid, code: code, hosts: hosts)
         case .tick:
           if !control.isStopping && ContinuousClock.now - began >= plan.timeout {
             say("timed out after \(ScriptDuration.elapsed(plan.timeout)); stopping \(control.runningNames.joined(separator: ", "))")
             control.stop(.timeout)
           }
           control.killIfOverdue(grace: Self.killGrace)
-          group.addTask {
-            try? await Task.sleep(for: .milliseconds(100))
-            return .tick
+          group.addTask { await Self.tick() }
+        case .faults(let due):
+          for step in due where !control.isStopping {
+            if let restarted = await runFault(step, began: began, hosts: hosts, launcher: launcher) {
+              let name = step.step.action.hosts[0]
+              group.addTask { .exited(name, pid: restarted.pid, code: await restarted.wait()) }
+            }
           }
+          if !schedule.isFinished && !control.isStopping { group.addTask { await Self.nextFaults(schedule) } }
         }
       }
       group.cancelAll()
@@ -124,7 +76,13 @@ extension Lab {
     // Show everything the hosts printed before the verdict (a process that inherited a
     // pipe could keep it open: do not wait for it long).
     let drained = ContinuousClock.now + .seconds(2)
-    for pipe in pipes { await pipe.waitUntilFinished(deadline: drained) }
+    for pipe in hosts.pipes { await pipe.waitUntilFinished(deadline: drained) }
+    let notRun = schedule.pendingLines
+    if !notRun.isEmpty {
+      say(
+        "\(notRun.count == 1 ? "a fault" : "\(notRun.count) faults") did not run before the end (faults line \(notRun.map(String.init).joined(separator: ", ")))"
+      )
+    }
     let code = exitCode(control)
     let elapsed = ContinuousClock.now - began
     if code == 0 {
@@ -137,6 +95,55 @@ extension Lab {
       say("failed: timed out after \(ScriptDuration.elapsed(plan.timeout))")
     }
     return code
+  }
+
+  /// What a host's process ending means: a failure, a host done, or the end of a process a
+  /// fault killed or replaced.
+  private func hostExited(_ name: String, pid: Int32, code: Int32, hosts: LabHosts) {
+    let host = hosts.started.first { $0.name == name }!
+    let current = hosts.control.process(name)
+    if current != nil && current?.pid != pid {
+      say("\(name): its previous process ended (exit \(code))")
+      return
+    }
+    if hosts.control.isStopping {
+      say("\(name) stopped (exit \(code))")
+      return
+    }
+    if hosts.control.wasKilledByFault(pid) {
+      guard host.runsToCompletion, !hosts.schedule.restartPending(name) else {
+        say("\(name) is down (exit \(code)) until a restart")
+        return
+      }
+      say("\(name) is down (exit \(code)); no restart follows, so it is done")
+      hosts.finished.insert(name)
+    } else if code != 0 {
+      say("\(name) failed with exit code \(code); stopping \(hosts.control.runningNames.joined(separator: ", "))")
+      hosts.control.stop(.failure(host: name, code: code))
+      return
+    } else {
+      say("\(name) \(host.runsToCompletion ? "completed" : "ended") (exit 0)")
+      if host.runsToCompletion { hosts.finished.insert(name) }
+    }
+    if hosts.unfinished.isEmpty && hosts.live > 0 && hosts.started.contains(where: \.runsToCompletion) {
+      say("every script is done; stopping \(hosts.control.runningNames.joined(separator: ", "))")
+      hosts.control.stop(.finished)
+    }
+  }
+
+  private static func tick() async -> HostEvent {
+    try? await Task.sleep(for: .milliseconds(100))
+    return .tick
+  }
+
+  /// Waits until steps of the faults file are due (checked every 20 ms).
+  private static func nextFaults(_ schedule: FaultSchedule) async -> HostEvent {
+    while !Task.isCancelled {
+      let due = schedule.due(at: .now)
+      if !due.isEmpty { return .faults(due) }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return .faults([])
   }
 
   private func describe(_ role: LabPlan.Role) -> String {

@@ -9,10 +9,11 @@ import NearbyTransport
 /// `nearby lab`: several peers on a private LAN with real Avahi, without touching this
 /// machine's network.
 ///
-/// With segments, `lan up` builds one network namespace per host (veth links, one bridge
-/// per segment, an avahi-daemon per host) and every host's command runs through `lan exec`.
-/// With `--loopback`, the lab runs itself again inside `lan loopback` (one namespace with
-/// its own avahi-daemon on `lo`), where it starts the hosts' commands directly.
+/// With segments, the harness (``LANHarness``, in this process) builds one network namespace
+/// per host (veth links, one bridge per segment, an avahi-daemon per host) and every host's
+/// command runs inside its host. With `--loopback`, the lab runs itself again inside
+/// `nearby-lan loopback` (one namespace with its own avahi-daemon on `lo`), where it starts
+/// the hosts' commands directly.
 /// Every line a host prints is shown with the host's name in front.
 public struct Lab: Sendable {
   public let plan: LabPlan
@@ -39,9 +40,10 @@ public struct Lab: Sendable {
     self.errors = errors
   }
 
-  /// The errors of the hosts' scripts, each formatted with its file name (empty: all parse).
+  /// The errors of the hosts' scripts and of the faults file, each formatted with its file
+  /// name (empty: all parse, and the faults fit the lab).
   public static func scriptErrors(_ plan: LabPlan) -> [String] {
-    plan.hosts.compactMap { host -> String? in
+    let scripts = plan.hosts.compactMap { host -> String? in
       guard case .script(let path) = host.role else { return nil }
       guard let text = LabFiles.read(path) else { return "\(path): cannot read it" }
       do throws(ChatScriptErrors) {
@@ -51,6 +53,11 @@ public struct Lab: Sendable {
         return error.formatted(file: path)
       }
     }
+    guard let path = plan.faults else { return scripts }
+    guard let text = LabFiles.read(path) else { return scripts + ["\(path): cannot read it"] }
+    let (faults, errors) = FaultScript.read(text)
+    let problems = (errors + faults.problems(in: plan)).sorted { ($0.line, $0.column) < ($1.line, $1.column) }
+    return scripts + (problems.isEmpty ? [] : [ChatScriptErrors(errors: problems).formatted(file: path)])
   }
 
   /// Whether this process is the lab run again inside `lan loopback`.
@@ -92,25 +99,24 @@ public struct Lab: Sendable {
     if isInsideLoopback { return await runHosts(control, launcher: .direct) }
     let lan: LANHarness
     do throws(LANHarnessNotFound) {
-      lan = try LANHarness.locate(environment: environment, executable: executable, isExecutable: LANHarness.isExecutableFile)
+      let path = try LANHarness.locate(environment: environment, executable: executable, isExecutable: LANHarness.isExecutableFile)
+      lan = LANHarness(executable: path, environment: environment)
     } catch {
       errors.line("nearby lab: \(error)")
       return 1
     }
-    let check = await lan.run(["check"])
-    switch check.code {
-    case 0: break
-    case 2:
-      errors.line(
-        "nearby lab: cannot isolate the peers here: it needs root (or user namespaces) to build private networks with their own avahi-daemon, "
-          + "and nothing is ever run on this machine's own network. Run it as root or with sudo. The harness says:")
-      errors.line(check.output)
-      return 1
-    case 3:
-      errors.line("nearby lab: tools are missing (run scripts/install-deps). The harness says:\n\(check.output)")
-      return 1
-    default:
-      errors.line("nearby lab: '\(lan.path) check' failed (exit \(check.code)):\n\(check.output)")
+    if let problem = await lan.check() {
+      switch problem.kind {
+      case .cannotIsolate:
+        errors.line(
+          "nearby lab: cannot isolate the peers here: it needs root (or user namespaces) to build private networks with their own avahi-daemon, "
+            + "and nothing is ever run on this machine's own network. Run it as root or with sudo. The harness says:")
+        errors.line("lan: " + problem.message)
+      case .toolsMissing:
+        errors.line("nearby lab: tools are missing (run scripts/install-deps). The harness says:\nlan: \(problem.message)")
+      default:
+        errors.line("nearby lab: the harness check failed: \(problem.message)")
+      }
       return 1
     }
     if control.isStopping { return exitCode(control) }
@@ -120,8 +126,8 @@ public struct Lab: Sendable {
     }
   }
 
-  /// Runs this lab again inside `lan loopback`, which forwards our signals to it and removes
-  /// the namespace and its daemons when it exits.
+  /// Runs this lab again inside `nearby-lan loopback`, which forwards our signals to it and
+  /// removes the namespace and its daemons when it exits.
   private func runInLoopback(_ control: LabControl, lan: LANHarness) async -> Int32 {
     say("hosts \(plan.hosts.map(\.name).joined(separator: ", ")) share one loopback network")
     var environment = environment
@@ -129,10 +135,10 @@ public struct Lab: Sendable {
     let child: ChildProcess
     do {
       child = try ChildProcess(
-        lan.path, ["loopback", "--host-name", "nearby-lab", "--", executable] + arguments, environment: environment, standardInput: .null,
+        lan.executable, ["loopback", "--host-name", "nearby-lab", "--", executable] + arguments, environment: environment, standardInput: .null,
         newProcessGroup: true)
     } catch {
-      errors.line("nearby lab: cannot start \(lan.path): \(error)")
+      errors.line("nearby lab: cannot start \(lan.executable): \(error)")
       return 1
     }
     control.register("the loopback host", child, group: false)
@@ -157,24 +163,23 @@ public struct Lab: Sendable {
     return code
   }
 
-  /// Builds the LAN with `lan up`, runs the hosts through `lan exec`, and always `lan down`.
+  /// Builds the LAN, runs the hosts inside it, and always tears it down.
   private func runOnSegments(_ control: LabControl, lan: LANHarness, segments: [[String]]) async -> Int32 {
     let id = "lab\(getpid())-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
     let layout = segments.map { $0.joined(separator: ",") }.joined(separator: " ")
     say("building LAN \(id): segments \(layout)")
-    let up = await lan.run(["up", id] + segments.map { $0.joined(separator: ",") })
     var code: Int32
-    if up.code != 0 {
-      errors.line("nearby lab: could not build the LAN (lan up \(id) \(layout), exit \(up.code)):\n\(up.output)")
+    do throws(LANError) {
+      try await lan.up(id: id, segments: segments.map { $0.joined(separator: ",") })
+      code = control.isStopping ? exitCode(control) : await runHosts(control, launcher: .lan(lan, id: id))
+    } catch {
+      errors.line("nearby lab: could not build the LAN (segments \(layout)): \(error.message)")
       code = 1
-    } else if control.isStopping {
-      code = exitCode(control)
-    } else {
-      code = await runHosts(control, launcher: .lan(lan, id: id))
     }
-    let down = await lan.run(["down", id])
-    if down.code != 0 {
-      errors.line("nearby lab: 'lan down \(id)' failed (exit \(down.code)); remove what is left with: \(lan.path) down \(id)\n\(down.output)")
+    do throws(LANError) {
+      try await lan.down(id: id)
+    } catch {
+      errors.line("nearby lab: tearing LAN \(id) down failed; remove what is left with: \(lan.executable) down \(id)\n\(error.message)")
       if code == 0 { code = 1 }
     }
     return code
@@ -190,9 +195,11 @@ public struct Lab: Sendable {
     }
   }
 
+  /// The width of the host names in front of the lines.
+  var width: Int { max(3, plan.hosts.map(\.name.count).max() ?? 0) }
+
   /// A line from the lab itself.
   func say(_ text: String) {
-    let width = max(3, plan.hosts.map(\.name.count).max() ?? 0)
     errors.line("lab".padding(to: width) + " | " + text)
   }
 }

@@ -31,6 +31,8 @@ final class LabControl: Sendable {
     var reason: StopReason?
     var stopStarted: ContinuousClock.Instant?
     var killed = false
+    /// Processes a fault killed (their end is not a failure).
+    var killedByFault: Set<pid_t> = []
   }
 
   private let state = Mutex(State())
@@ -48,9 +50,33 @@ final class LabControl: Sendable {
     if stopping { child.terminate(SIGTERM, group: group) }
   }
 
-  func exited(_ name: String) {
-    state.withLock { $0.running[name] = nil }
+  /// A process ended: forgotten, unless `name` runs a newer one (`pid` tells them apart).
+  func exited(_ name: String, pid: pid_t? = nil) {
+    state.withLock { state in
+      if pid == nil || state.running[name]?.child.pid == pid { state.running[name] = nil }
+    }
   }
+
+  /// The process `name` runs now.
+  func process(_ name: String) -> ChildProcess? { state.withLock { $0.running[name]?.child } }
+
+  /// Sends `signal` to the process (group) of `name`, for a fault; SIGKILL marks it as
+  /// killed by the lab. - Returns: whether `name` was running.
+  @discardableResult
+  func signal(_ name: String, _ signal: Int32) -> Bool {
+    guard
+      let target = state.withLock({ state -> Running? in
+        guard let running = state.running[name] else { return nil }
+        if signal == SIGKILL { state.killedByFault.insert(running.child.pid) }
+        return running
+      })
+    else { return false }
+    target.child.terminate(signal, group: target.group)
+    return true
+  }
+
+  /// Whether a fault killed the process `pid`.
+  func wasKilledByFault(_ pid: pid_t) -> Bool { state.withLock { $0.killedByFault.contains(pid) } }
 
   /// The names of the processes still running.
   var runningNames: [String] { state.withLock { $0.running.keys.sorted() } }
@@ -66,7 +92,11 @@ final class LabControl: Sendable {
       return Array(state.running.values)
     }
     guard let targets else { return false }
-    for target in targets { target.child.terminate(SIGTERM, group: target.group) }
+    for target in targets {
+      target.child.terminate(SIGTERM, group: target.group)
+      // A process a fault paused must run to see the SIGTERM.
+      target.child.terminate(SIGCONT, group: target.group)
+    }
     return true
   }
 

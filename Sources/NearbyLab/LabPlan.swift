@@ -71,11 +71,14 @@ public struct LabPlan: Sendable, Equatable {
   public var network: Network
   public var hosts: [Host]
   public var timeout: Duration
+  /// `DIR/faults`, when the scripts directory has one (see ``FaultScript``).
+  public var faults: String?
 
-  public init(network: Network, hosts: [Host], timeout: Duration) {
+  public init(network: Network, hosts: [Host], timeout: Duration, faults: String? = nil) {
     self.network = network
     self.hosts = hosts
     self.timeout = timeout
+    self.faults = faults
   }
 
   /// Host names become namespace and mDNS host names: letters and digits only.
@@ -163,7 +166,10 @@ public struct LabPlan: Sendable, Equatable {
       if let command = services[name] { return Host(name: name, role: .service(command: command)) }
       return Host(name: name, role: options.command.isEmpty ? .idle : .command(options.command))
     }
-    return LabPlan(network: options.loopback ? .loopback : .segments(segments.isEmpty ? [hosts] : segments), hosts: planned, timeout: options.timeout)
+    let faults = options.scriptsDirectory.flatMap { directory in files.contains("faults") ? directory + "/faults" : nil }
+    return LabPlan(
+      network: options.loopback ? .loopback : .segments(segments.isEmpty ? [hosts] : segments), hosts: planned, timeout: options.timeout,
+      faults: faults)
   }
 
   private static func parseSegments(_ values: [String]) throws(LabUsageError) -> [[String]] {

@@ -16,10 +16,13 @@ final class PrefixedPipe: Sendable {
 
   private init() {}
 
-  /// Writes every line of `fd` to `writer` as `prefix + line`.
-  static func forward(fd: Int32, prefix: String, to writer: OutputWriter) -> PrefixedPipe {
+  /// Writes every line of `fd` to `writer` as `prefix + line`, then shows it to `observe`.
+  static func forward(fd: Int32, prefix: String, to writer: OutputWriter, observe: @escaping @Sendable (String) -> Void = { _ in }) -> PrefixedPipe {
     let pipe = PrefixedPipe()
-    pipe.start(fd: fd) { line in writer.line(prefix + line) }
+    pipe.start(fd: fd) { line in
+      writer.line(prefix + line)
+      observe(line)
+    }
     return pipe
   }
 

@@ -1,6 +1,7 @@
-/// A word, a quoted string or a regular expression of a script line.
-struct ScriptToken: Equatable {
-  enum Kind: Equatable {
+/// A word, a quoted string or a regular expression of a script line. (`package`: the lab's
+/// faults files use the same lexer.)
+package struct ScriptToken: Equatable {
+  package enum Kind: Equatable {
     case word(String)
     /// `"text"`, escapes resolved.
     case string(String)
@@ -8,45 +9,51 @@ struct ScriptToken: Equatable {
     case regex(String, ignoresCase: Bool)
   }
 
-  var kind: Kind
+  package var kind: Kind
   /// 1-based.
-  var column: Int
+  package var column: Int
   /// The token as written.
-  var written: String
+  package var written: String
 
-  var word: String? {
+  package var word: String? {
     if case .word(let text) = kind { text } else { nil }
   }
 }
 
 /// A line (or token) that cannot be read: the column, what is wrong, and what to do.
-struct ScriptLineError: Error {
-  var column: Int
-  var message: String
-  var hint: String
+package struct ScriptLineError: Error {
+  package var column: Int
+  package var message: String
+  package var hint: String
+
+  package init(column: Int, message: String, hint: String) {
+    self.column = column
+    self.message = message
+    self.hint = hint
+  }
 }
 
 /// Splits one line of a script into tokens. `#` at the start of a token starts a comment
 /// that runs to the end of the line.
-struct ScriptLexer {
+package struct ScriptLexer {
   private let characters: [Character]
   private(set) var index = 0
 
-  init(_ line: String) { characters = Array(line) }
+  package init(_ line: String) { characters = Array(line) }
 
   private mutating func skipSpaces() {
     while index < characters.count, characters[index].isWhitespace { index += 1 }
   }
 
   /// Whether only spaces or a comment are left.
-  mutating func atEnd() -> Bool {
+  package mutating func atEnd() -> Bool {
     skipSpaces()
     return index >= characters.count || characters[index] == "#"
   }
 
   /// The next token, or nil at the end of the line (or at a comment).
   /// - Parameter regex: whether `/` starts a regular expression here.
-  mutating func next(regex: Bool = false) throws(ScriptLineError) -> ScriptToken? {
+  package mutating func next(regex: Bool = false) throws(ScriptLineError) -> ScriptToken? {
     if atEnd() { return nil }
     let start = index
     let token: ScriptToken.Kind
@@ -67,7 +74,7 @@ struct ScriptLexer {
 
   /// The rest of the line as text: one quoted string, or the words up to a comment (`#`
   /// after a space), spaces at both ends removed. Nil when nothing is left.
-  mutating func text() throws(ScriptLineError) -> (text: String, column: Int)? {
+  package mutating func text() throws(ScriptLineError) -> (text: String, column: Int)? {
     if atEnd() { return nil }
     let start = index
     if characters[index] == "\"" {

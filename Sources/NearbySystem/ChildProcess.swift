@@ -1,3 +1,4 @@
+import CNearbySystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -27,10 +28,13 @@ public final class ChildProcess: Sendable {
   ///   - environment: `nil` keeps ours; otherwise the child's whole environment.
   ///   - newProcessGroup: puts the child in its own process group (so a signal to the group
   ///     reaches its children too).
+  ///   - newSession: makes the child the leader of a new session (`setsid`): no controlling
+  ///     terminal, so a Ctrl-C meant for us never reaches it (daemons).
   /// - Throws: ``SystemError`` naming `posix_spawn` and the executable.
   public init(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil, standardInput: Stream = .inherit,
-    standardOutput: Stream = .inherit, standardError: Stream = .inherit, newProcessGroup: Bool = false
+    standardOutput: Stream = .inherit, standardError: Stream = .inherit, newProcessGroup: Bool = false,
+    newSession: Bool = false
   ) throws(SystemError) {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
@@ -46,6 +50,7 @@ public final class ChildProcess: Sendable {
       flags |= Int32(POSIX_SPAWN_SETPGROUP)
       posix_spawnattr_setpgroup(&attributes, 0)
     }
+    if newSession { flags |= Int32(NEARBY_POSIX_SPAWN_SETSID) }
     posix_spawnattr_setflags(&attributes, Int16(flags))
 
     var actions = posix_spawn_file_actions_t()

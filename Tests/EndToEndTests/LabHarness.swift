@@ -30,13 +30,16 @@ struct NearbyRun: Sendable {
 
 /// Runs the built `nearby` with `arguments` (its environment plus `environment`), stdin
 /// from `input` (or /dev/null), and returns its exit status and combined output.
-/// - Parameter signal: sent to it after `signalAfter` (to test Ctrl-C handling).
+/// - Parameters:
+///   - signal: sent to it after `signalAfter` (to test Ctrl-C handling).
+///   - launcher: a command that runs it (`setpriv ... --`).
+///   - executable: another `nearby` than the built one.
 func runNearby(
   _ arguments: [String], environment extra: [String: String] = [:], input: String? = nil, timeout: Duration = .seconds(90),
-  signal: (Int32, after: Duration)? = nil
+  signal: (Int32, after: Duration)? = nil, launcher: [String] = [], executable: String = LabPaths.nearby
 ) async throws -> NearbyRun {
-  guard access(LabPaths.nearby, X_OK) == 0 else {
-    throw WaitError(description: "\(LabPaths.nearby) is missing: build it first (swift build; scripts/test does)")
+  guard access(executable, X_OK) == 0 else {
+    throw WaitError(description: "\(executable) is missing: build it first (swift build; scripts/test does)")
   }
   var environment = ProcessInfo.processInfo.environment
   environment.merge(extra) { $1 }
@@ -52,8 +55,9 @@ func runNearby(
     stdin = .descriptor(inputFD)
   }
   let started = ContinuousClock.now
+  let command = launcher + [executable] + arguments
   let child = try ChildProcess(
-    LabPaths.nearby, arguments, environment: environment, standardInput: stdin, standardOutput: .descriptor(output.writeFD),
+    command[0], Array(command.dropFirst()), environment: environment, standardInput: stdin, standardOutput: .descriptor(output.writeFD),
     standardError: .descriptor(output.writeFD))
   output.closeWriteEnd()
   if inputFD >= 0 { close(inputFD) }

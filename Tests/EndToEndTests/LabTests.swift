@@ -127,28 +127,34 @@ extension ScriptedPeersEndToEnd {
   }
 }
 
-/// `nearby lab` where it cannot isolate the peers: it says so and runs nothing (a stand-in
-/// harness answers `lan check` as the real one does without root).
+/// `nearby lab` where it cannot isolate the peers: run as an unprivileged user it says so and
+/// runs nothing (user namespaces may work, but avahi-daemon needs root).
 @Suite("nearby lab without isolation")
 struct LabWithoutIsolationTests {
-  @Test func noRootNoLab() async throws {
-    let directory = try scriptsDirectory([
-      "lan":
-        "#!/bin/sh\n[ \"$1\" = check ] || { echo \"unexpected: $*\" >&2; exit 99; }\necho 'lan: the private-LAN harness needs root' >&2\nexit 2\n"
-    ])
-    defer { removeDirectory(directory) }
-    let run = try await runNearby(["lab", "--hosts", "a,b", "--", "true"], environment: ["NEARBY_LAN_SCRIPT": directory + "/lan"])
+  static let setpriv: String? = ["/usr/bin/setpriv", "/bin/setpriv"].first { (path: String) in access(path, X_OK) == 0 }
+
+  @Test(.enabled(if: getuid() == 0 && setpriv != nil, "needs root to become another user (setpriv)"))
+  func noRootNoLab() async throws {
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    let run = try await runNearby(["lab", "--hosts", "a,b", "--", "true"], launcher: [Self.setpriv!] + nobody)
     #expect(run.status == 1, "\(run.output)")
-    #expect(run.output.contains("nearby lab: cannot isolate the peers here: it needs root (or user namespaces)"))
-    #expect(run.output.contains("lan: the private-LAN harness needs root"))
-    #expect(!run.output.contains("unexpected"), "nothing but the check ran")
+    #expect(run.output.contains("nearby lab: cannot isolate the peers here: it needs root (or user namespaces)"), "\(run.output)")
+    #expect(run.output.contains("lan: "), "the harness's own words follow")
+    #expect(!run.output.contains("building LAN"), "nothing was built")
   }
 
   @Test func noHarnessNoLab() async throws {
-    let run = try await runNearby(["lab", "--hosts", "a,b", "--", "true"], environment: ["NEARBY_LAN_SCRIPT": "/nonexistent/lan"])
-    #expect(run.status == 1)
-    #expect(run.output.contains("cannot find the private-LAN harness scripts/lan"))
-    #expect(run.output.contains("NEARBY_LAN_SCRIPT=/nonexistent/lan (not an executable file)"))
+    // A nearby without a nearby-lan next to it, none in PATH, and a wrong NEARBY_LAN_SCRIPT.
+    let directory = try scriptsDirectory([:])
+    defer { removeDirectory(directory) }
+    let copy = directory + "/nearby"
+    let copied = try await NearbyTestSupport.run(["/bin/cp", LabPaths.nearby, copy])
+    try #require(copied.status == 0, "\(copied.output)")
+    let lab = try await runNearby(
+      ["lab", "--hosts", "a,b", "--", "true"], environment: ["NEARBY_LAN_SCRIPT": "/nonexistent/lan", "PATH": "/usr/bin:/bin"], executable: copy)
+    #expect(lab.status == 1)
+    #expect(lab.output.contains("cannot find the private-LAN harness nearby-lan (looked at: \(directory)/nearby-lan;"), "\(lab.output)")
+    #expect(lab.output.contains("NEARBY_LAN_SCRIPT=/nonexistent/lan (not an executable file)"))
   }
 }
 

@@ -89,36 +89,37 @@ struct LabPlanTests {
   }
 }
 
-@Suite("nearby lab: finding scripts/lan")
-struct LANHarnessTests {
-  @Test func theEnvironmentWins() throws {
-    let found = try LANHarness.locate(environment: ["NEARBY_LAN_SCRIPT": "/x/lan"], executable: "/r/.build/debug/nearby") { $0 == "/x/lan" }
-    #expect(found.path == "/x/lan")
-    #expect(throws: LANHarnessNotFound.self) {
-      try LANHarness.locate(environment: ["NEARBY_LAN_SCRIPT": "/missing"], executable: "/r/.build/debug/nearby") { _ in false }
+@Suite("nearby lab: finding the harness (nearby-lan)")
+struct LANHarnessLocationTests {
+  @Test func nextToNearbyFirst() throws {
+    let found = try LANHarness.locate(environment: ["NEARBY_LAN_SCRIPT": "/x/lan", "PATH": "/usr/bin"], executable: "/r/.build/debug/nearby") {
+      $0 == "/r/.build/debug/nearby-lan" || $0 == "/x/lan" || $0 == "/usr/bin/nearby-lan"
     }
+    #expect(found == "/r/.build/debug/nearby-lan")
   }
 
-  @Test func thenTheRepositoryOfTheBuiltExecutable() throws {
-    let executable = "/src/nearby/.build/x86_64-unknown-linux-gnu/debug/nearby"
-    let found = try LANHarness.locate(environment: ["PATH": "/usr/bin"], executable: executable) { $0 == "/src/nearby/scripts/lan" }
-    #expect(found.path == "/src/nearby/scripts/lan")
+  @Test func thenTheEnvironment() throws {
+    let found = try LANHarness.locate(environment: ["NEARBY_LAN_SCRIPT": "/x/lan", "PATH": "/usr/bin"], executable: "/usr/local/bin/nearby") {
+      $0 == "/x/lan" || $0 == "/usr/bin/nearby-lan"
+    }
+    #expect(found == "/x/lan")
   }
 
   @Test func thenThePath() throws {
     let found = try LANHarness.locate(environment: ["PATH": "/opt/bin:/usr/bin"], executable: "/usr/local/bin/nearby") {
       $0 == "/usr/bin/lan" || $0 == "/usr/bin/nearby-lan"
     }
-    #expect(found.path == "/usr/bin/nearby-lan")
+    #expect(found == "/usr/bin/nearby-lan")
   }
 
   @Test func notFoundSaysWhereItLookedAndWhatToDo() {
     #expect {
-      try LANHarness.locate(environment: ["PATH": "/usr/bin"], executable: "/usr/local/bin/nearby") { _ in false }
+      try LANHarness.locate(environment: ["PATH": "/usr/bin", "NEARBY_LAN_SCRIPT": "/missing"], executable: "/usr/local/bin/nearby") { _ in false }
     } throws: { error in
       let text = "\(error)"
-      return text.contains("cannot find the private-LAN harness scripts/lan") && text.contains("lan in PATH")
-        && text.contains("set NEARBY_LAN_SCRIPT=/path/to/nearby/scripts/lan")
+      return text.contains("cannot find the private-LAN harness nearby-lan") && text.contains("/usr/local/bin/nearby-lan")
+        && text.contains("NEARBY_LAN_SCRIPT=/missing (not an executable file)") && text.contains("nearby-lan in PATH")
+        && text.contains("swift build --product nearby-lan")
     }
   }
 }

@@ -12,7 +12,8 @@ public enum Repository {
   public static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
   /// The `nearby` executable built by `swift build` (debug).
   public static let nearby = root + "/.build/debug/nearby"
-  public static let lan = root + "/scripts/lan"
+  /// The private-LAN harness built by `swift build` (`scripts/lan` runs it too).
+  public static let lan = root + "/.build/debug/nearby-lan"
 
   /// A fresh temporary directory (for a peer's --state-dir).
   public static func temporaryDirectory(_ prefix: String = "nearby-test") -> String {
@@ -21,7 +22,7 @@ public enum Repository {
   }
 }
 
-/// A multi-host LAN made by `scripts/lan up`, torn down by ``down()``.
+/// A multi-host LAN made by `nearby-lan up` (scripts/lan), torn down by ``down()``.
 public final class TestLAN: Sendable {
   public let id: String
   public let hosts: [String]

@@ -98,6 +98,46 @@ void nearby_terminal_restore(void);
 /// raw mode again. Returns 0 or -1 with errno.
 int nearby_terminal_suspend(void);
 
+// Namespaces and mounts for the private-LAN harness (NearbyLab). Each returns 0 or -1 with
+// errno unless it says otherwise.
+
+extern const int NEARBY_CLONE_NEWNET;
+extern const int NEARBY_CLONE_NEWNS;
+extern const int NEARBY_CLONE_NEWUSER;
+/// posix_spawnattr flag that makes the child a session leader (setsid), a GNU extension.
+extern const short NEARBY_POSIX_SPAWN_SETSID;
+
+/// unshare(flags): the calling thread (and what it executes) gets new namespaces.
+int nearby_unshare(int flags);
+/// setns(fd, nstype): the calling thread joins the namespace `fd` refers to.
+int nearby_setns(int fd, int nstype);
+/// mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL): no mount event propagates out of (or
+/// into) this mount namespace.
+int nearby_make_mounts_private(void);
+/// mount("tmpfs" named `source`, `target`, "tmpfs", 0, `options`).
+int nearby_mount_tmpfs(const char *source, const char *target, const char *options);
+/// mount(`source`, `target`, NULL, MS_BIND, NULL). `source` is used as given (a
+/// /proc/self/fd/N path works).
+int nearby_bind_mount(const char *source, const char *target);
+/// Detaches /sys and mounts a sysfs of the current network namespace there (what
+/// `ip netns exec` does).
+int nearby_remount_sysfs(void);
+/// Writes `text` to `file` from a short-lived thread that first joins the network namespace
+/// at `netns_path` (for /proc/sys/net files of another namespace). Waits for that thread.
+int nearby_write_in_netns(const char *netns_path, const char *file, const char *text);
+/// Creates socket(domain, type, 0) from a short-lived thread that first joins the network
+/// namespace at `netns_path`: the socket belongs to that namespace. Returns the descriptor
+/// (close-on-exec) or -1 with errno.
+int nearby_socket_in_netns(const char *netns_path, int domain, int type);
+/// Forks a child that tries unshare(flags) and exits. Returns 1 when it worked, 0 when it
+/// was refused, -1 with errno when the child could not be started or waited for.
+int nearby_probe_unshare(int flags);
+/// pipe2(fds, O_CLOEXEC): both ends close on exec, atomically (no child started meanwhile by
+/// another thread can inherit them).
+int nearby_pipe_cloexec(int fds[2]);
+/// Maps uid/gid 0 of a new user namespace (made by this thread) to `uid`/`gid` outside.
+int nearby_map_root(unsigned int uid, unsigned int gid);
+
 #ifdef __cplusplus
 }
 #endif
