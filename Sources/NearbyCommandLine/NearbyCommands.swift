@@ -182,7 +182,11 @@ public enum NearbyCommands {
     public static let segments = Option<String>(
       OptionSpec("segments", .repeating(name: "A,B"), help: "A LAN segment of hosts; repeat for several (a host on two is a bridge)."))
     public static let scripts = Option<String>(
-      OptionSpec("scripts", .value(name: "DIR"), help: "Run 'nearby chat --name HOST --script DIR/HOST.script' in each host that has one."))
+      OptionSpec(
+        "scripts", .value(name: "DIR"),
+        help:
+          "Run 'nearby chat --name HOST --script DIR/HOST.script' in each host that has one, DIR/HOST.cmd as a command, and the faults in DIR/faults."
+      ))
     public static let timeout = Common.seconds(
       OptionSpec("timeout", .value(name: "SECONDS"), help: "Stop everything after this long.", default: "120"),
       in: 0.001...1e6, hint: "give a number of seconds, for example 60 or 0.5")

@@ -35,13 +35,13 @@ struct LabTool: Tool {
   }
 
   func run(signals: AsyncStream<Int32>?) async -> Int32 {
-    // Every script is checked before anything is built.
+    // Every script and the faults file are checked before anything is built.
     let problems = Lab.scriptErrors(plan)
     if !problems.isEmpty {
       for problem in problems { OutputWriter.standardError.line(problem) }
       let count = problems.count
       OutputWriter.standardError.line(
-        "nearby lab: \(count) script\(count == 1 ? " has" : "s have") errors; see the grammar in the README (Scripted peers)")
+        "nearby lab: \(count) file\(count == 1 ? " has" : "s have") errors; see the grammars in the README (Scripted peers, Faults)")
       return 64
     }
     let lab = Lab(

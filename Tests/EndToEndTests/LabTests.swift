@@ -105,7 +105,7 @@ extension ScriptedPeersEndToEnd {
       #expect(run.status == 64)
       #expect(run.output.contains("\(directory)/alice.script:1:25: bad duration '5': it has no unit"))
       #expect(run.output.contains("\(directory)/bob.script:1:1: unknown command 'invit'"))
-      #expect(run.output.contains("nearby lab: 2 scripts have errors"))
+      #expect(run.output.contains("nearby lab: 2 files have errors"))
       #expect(run.lanID == nil)
     }
 
