@@ -44,6 +44,27 @@ package enum HandshakeError: Error, Hashable, Sendable, CustomStringConvertible 
   /// The connection ended (EOF) while waiting for message `expectedStep`.
   case connectionClosed(expectedStep: UInt8)
 
+  /// The case's name, as in the specification and the vectors (`decryptFailed`, ...).
+  package var name: String {
+    switch self {
+    case .peerSpeaksVersion1: "peerSpeaksVersion1"
+    case .noCommonVersion: "noCommonVersion"
+    case .noCommonCipher: "noCommonCipher"
+    case .remoteError: "remoteError"
+    case .unexpectedFrame: "unexpectedFrame"
+    case .unexpectedMessage: "unexpectedMessage"
+    case .malformedMessage: "malformedMessage"
+    case .frameTooLarge: "frameTooLarge"
+    case .commitmentMismatch: "commitmentMismatch"
+    case .invalidEphemeralKey: "invalidEphemeralKey"
+    case .decryptFailed: "decryptFailed"
+    case .invalidSignature: "invalidSignature"
+    case .wrongPeer: "wrongPeer"
+    case .connectedToSelf: "connectedToSelf"
+    case .connectionClosed: "connectionClosed"
+    }
+  }
+
   /// The ERROR frame to send before closing (code and message), or `nil` when the peer is
   /// gone or already told us why (it sent ERROR or closed).
   package var reply: (code: ErrorCode, message: String)? {

@@ -20,6 +20,18 @@ package enum RecordError: Error, Hashable, Sendable, CustomStringConvertible {
   /// handshake's last message). Unauthenticated: anyone on the path could have sent it.
   case peerAborted(code: ErrorCode, message: String)
 
+  /// The case's name, as in the specification and the vectors.
+  package var name: String {
+    switch self {
+    case .decryptFailed: "decryptFailed"
+    case .recordTooLarge: "recordTooLarge"
+    case .malformedRecord: "malformedRecord"
+    case .truncated: "truncated"
+    case .dataAfterClose: "dataAfterClose"
+    case .peerAborted: "peerAborted"
+    }
+  }
+
   /// The ERROR code to send to the peer before closing, or `nil` when nothing should be sent
   /// (the stream is gone, or the peer already gave up).
   package var errorCode: ErrorCode? {

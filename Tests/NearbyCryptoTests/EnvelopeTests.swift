@@ -127,7 +127,8 @@ struct EnvelopeTests {
     }
     #expect(throws: EnvelopeError.bodyTooLarge(ProtocolLimits.maximumBodyLength + 1)) {
       try Envelope.seal(
-        [UInt8](repeating: 0, count: ProtocolLimits.maximumBodyLength + 1), header: Self.header, recipientKeys: keys, origin: Fixture.alice, random: &random)
+        [UInt8](repeating: 0, count: ProtocolLimits.maximumBodyLength + 1), header: Self.header, recipientKeys: keys, origin: Fixture.alice,
+        random: &random)
     }
   }
 

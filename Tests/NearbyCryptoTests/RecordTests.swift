@@ -115,7 +115,9 @@ struct RecordTests {
       let inHeaderLength = records.contains { $0.lowerBound <= index && index < $0.lowerBound + 4 }
       if !inHeaderLength {
         let typeByte = records.contains { $0.lowerBound + 4 == index }
-        #expect(typeByte ? isMalformed(error) : error == .decryptFailed(sequence: UInt64(records.firstIndex { $0.contains(index) }!)), "byte \(index): \(error)")
+        #expect(
+          typeByte ? isMalformed(error) : error == .decryptFailed(sequence: UInt64(records.firstIndex { $0.contains(index) }!)),
+          "byte \(index): \(error)")
       }
     }
   }
@@ -213,7 +215,8 @@ struct RecordTests {
   func malformedHeaders() {
     let pair = RecordPair(cipher: .chacha20Poly1305)
     for (bytes, reason) in [
-      ([0, 0, 0, 16, 0x11] as [UInt8], "a RECORD of length 16 is shorter than its tag"), ([0, 0, 0, 18, 0x12], "a CLOSE record of length 18 is not empty"),
+      ([0, 0, 0, 16, 0x11] as [UInt8], "a RECORD of length 16 is shorter than its tag"),
+      ([0, 0, 0, 18, 0x12], "a CLOSE record of length 18 is not empty"),
       ([0, 0, 0, 17, 0x05], "type 0x5 (record 0) is not RECORD (0x11) or CLOSE (0x12)"),
     ] {
       #expect(openAll(pair.opener(), [bytes[...]], finish: false).error == .malformedRecord(reason))
