@@ -35,11 +35,11 @@ struct HandshakeFailureTests {
           altered[index] ^= flip
           return [altered[...]]
         }
-        let where_ = "message \(step), byte \(index), flip \(flip)"
-        #expect(run.initiator == nil, "\(where_): the initiator completed")
-        if step < 4 { #expect(run.responder == nil, "\(where_): the responder completed") }
+        let location = "message \(step), byte \(index), flip \(flip)"
+        #expect(run.initiator == nil, "\(location): the initiator completed")
+        if step < 4 { #expect(run.responder == nil, "\(location): the responder completed") }
         let receiverError = step % 2 == 1 ? run.responderError : run.initiatorError
-        #expect(receiverError != nil, "\(where_): the receiver did not fail")
+        #expect(receiverError != nil, "\(location): the receiver did not fail")
       }
     }
   }
