@@ -141,6 +141,8 @@ package final class RecordOpener {
 
   /// Checks what the five header bytes allow before the record's bytes are awaited.
   private func checkHeader(length: Int, type: UInt8) throws(RecordError) {
+    // A length of 0 has no type byte: the byte after it belongs to whatever follows.
+    guard length >= 1 else { throw fail(.malformedRecord("a frame of length 0")) }
     switch type {
     case SecureFrameType.record.rawValue:
       guard length >= 1 + AEAD.tagCount else { throw fail(.malformedRecord("a RECORD of length \(length) is shorter than its tag")) }

@@ -12,7 +12,7 @@ package final class SecretBytes: @unchecked Sendable {
   /// Copies `bytes` into fresh memory. The caller wipes its own copy if it has one.
   package init(_ bytes: some Collection<UInt8>) {
     storage = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
-    _ = UnsafeMutableRawBufferPointer(rebasing: storage[0..<bytes.count]).copyBytes(from: bytes)
+    UnsafeMutableRawBufferPointer(rebasing: storage[0..<bytes.count]).copyBytes(from: bytes)
     count = bytes.count
   }
 
