@@ -3,15 +3,20 @@
 package enum AEADBenchmark {
   /// The outcome of one run.
   package struct Rate: Hashable, Sendable, CustomStringConvertible {
+    /// The cipher measured.
     package let cipher: RecordCipher
     /// Plaintext bytes per record.
     package let size: Int
+    /// Records sealed.
     package let records: Int
+    /// The time they took.
     package let elapsed: Duration
 
+    /// ``elapsed`` in seconds.
     package var seconds: Double {
       Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
+    /// Records sealed per second.
     package var recordsPerSecond: Double { Double(records) / seconds }
     /// Plaintext bytes sealed per second.
     package var bytesPerSecond: Double { recordsPerSecond * Double(size) }

@@ -27,8 +27,10 @@ extension CryptoRandom {
 /// The operating system's random source, through libsodium (`randombytes_buf`: the
 /// `getrandom` system call on Linux).
 package struct SystemCryptoRandom: CryptoRandom, Sendable {
+  /// The system's source; it has no state.
   package init() {}
 
+  /// Fills `buffer` from `randombytes_buf`.
   package mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
     Sodium.ensureInitialized()
     guard let base = buffer.baseAddress else { return }
@@ -54,6 +56,7 @@ package struct SeededCryptoRandom: CryptoRandom, Sendable {
     self.init(seed: [UInt8](repeating: byte, count: 32))
   }
 
+  /// Fills `buffer` with the next call's deterministic bytes.
   package mutating func fill(_ buffer: UnsafeMutableRawBufferPointer) {
     Sodium.ensureInitialized()
     var index = [UInt8]()

@@ -24,13 +24,16 @@ package enum Envelope {
   /// The fields of the MESSAGE frame the origin's signature covers (the hop limit is not
   /// covered: relays change it).
   package struct Header: Hashable, Sendable {
+    /// The peer that wrote the message (MESSAGE `sender`).
     package var origin: PeerID
+    /// The origin's id for the message.
     package var messageID: UInt64
     /// Milliseconds since 1970, the origin's clock.
     package var timestamp: UInt64
     /// Every recipient, in wire order (a message to everyone lists them all).
     package var recipients: [PeerID]
 
+    /// The fields as they are in the MESSAGE frame.
     package init(origin: PeerID, messageID: UInt64, timestamp: UInt64, recipients: [PeerID]) {
       self.origin = origin
       self.messageID = messageID
@@ -41,7 +44,9 @@ package enum Envelope {
 
   /// Bits of the flags byte (signed; unknown bits are kept and ignored).
   package struct Flags: OptionSet, Hashable, Sendable {
+    /// The byte as it is on the wire.
     package let rawValue: UInt8
+    /// Any byte: unknown bits are kept.
     package init(rawValue: UInt8) { self.rawValue = rawValue }
     /// The origin sent the message to everyone it could reach (the list is then all of them).
     package static let toEveryone = Flags(rawValue: 1)
@@ -49,7 +54,9 @@ package enum Envelope {
 
   /// An opened message.
   package struct Opened: Hashable, Sendable {
+    /// The plaintext body.
     package var body: [UInt8]
+    /// The origin's flags (signed).
     package var flags: Flags
   }
 

@@ -9,7 +9,8 @@ import NearbyCore
 /// initiator reveals its ephemeral key and sends its identity, encrypted under keys from the
 /// X25519 exchange and signed over the transcript; (4) the responder sends its identity the
 /// same way. Both sides end with the peer's authenticated key, record keys for each
-/// direction and a verification code.
+/// direction and a verification code. Time limits (the handshake timeout) are the owner's:
+/// it calls ``connectionClosed()`` when it gives up.
 ///
 /// ```swift
 /// var handshake = Handshake(role: .initiator(expecting: id), identity: me, payload: info, random: &random)
@@ -29,6 +30,7 @@ package struct Handshake: Sendable {
     case responder
   }
 
+  /// Where the handshake is.
   package enum State: Hashable, Sendable {
     /// An initiator before ``start()``.
     case ready
@@ -51,10 +53,13 @@ package struct Handshake: Sendable {
     /// the start of the peer's record stream; feed them to the record opener first.
     package var remainingBytes: [UInt8] = []
 
+    /// Nothing to do.
     package init() {}
   }
 
+  /// Initiator or responder.
   package let role: Role
+  /// Where the handshake is.
   package internal(set) var state: State
   /// The code to compare, known from message 2 on (initiator) or message 3 (responder).
   package internal(set) var verificationCode: VerificationCode?
@@ -96,6 +101,7 @@ package struct Handshake: Sendable {
     self.init(role: role, identity: identity, payload: payload, ciphers: ciphers, ephemeral: .generate(using: &random))
   }
 
+  /// Whether we opened the connection.
   package var isInitiator: Bool { role != .responder }
 
   /// Starts the handshake: the initiator's message 1 (send it at once); nothing for a

@@ -3,8 +3,11 @@
 package enum HandshakeBenchmark {
   /// Mean time per handshake of each side.
   package struct Cost: Hashable, Sendable, CustomStringConvertible {
+    /// Handshakes run.
     package let handshakes: Int
+    /// The initiator's mean time per handshake.
     package let initiator: Duration
+    /// The responder's mean time per handshake.
     package let responder: Duration
 
     package var description: String {

@@ -1,4 +1,5 @@
 import NearbyCore
+import Synchronization
 
 /// What a completed handshake established.
 package struct HandshakeResult: Sendable {
@@ -19,16 +20,48 @@ package struct HandshakeResult: Sendable {
   /// `h4`, the hash of the whole handshake: equal on both sides, unique to this session
   /// (usable as a channel binding).
   package let transcriptHash: [UInt8]
+  /// Shared by every copy of the result: set once a sealer was made.
+  private let sealerMade = SealerClaim()
 
-  /// The sealer of our direction's records.
+  /// Made by ``Handshake`` on completion (and by tests).
+  package init(
+    remotePublicKey: IdentityPublicKey, remotePeerID: PeerID, remotePayload: [UInt8], cipher: RecordCipher, sendKey: SecretBytes,
+    receiveKey: SecretBytes, verificationCode: VerificationCode, transcriptHash: [UInt8]
+  ) {
+    self.remotePublicKey = remotePublicKey
+    self.remotePeerID = remotePeerID
+    self.remotePayload = remotePayload
+    self.cipher = cipher
+    self.sendKey = sendKey
+    self.receiveKey = receiveKey
+    self.verificationCode = verificationCode
+    self.transcriptHash = transcriptHash
+  }
+
+  /// The sealer of our direction's records. Call it once per handshake (it traps the
+  /// second time, also on a copy of the result): two sealers would reuse nonces.
   /// - Parameter rekeyInterval: the protocol's interval; tests pass smaller ones.
   package func makeSealer(rekeyInterval: RekeyInterval = .standard) -> RecordSealer {
-    RecordSealer(cipher: cipher, key: sendKey, rekeyInterval: rekeyInterval)
+    precondition(sealerMade.claim(), "makeSealer() called twice for one handshake: two sealers would reuse nonces")
+    return RecordSealer(cipher: cipher, key: sendKey, rekeyInterval: rekeyInterval)
   }
 
   /// The opener of the peer's records.
   /// - Parameter rekeyInterval: the protocol's interval; tests pass smaller ones.
   package func makeOpener(rekeyInterval: RekeyInterval = .standard) -> RecordOpener {
     RecordOpener(cipher: cipher, key: receiveKey, rekeyInterval: rekeyInterval)
+  }
+}
+
+/// A flag that can be set once, from any thread.
+private final class SealerClaim: Sendable {
+  private let claimed = Mutex(false)
+
+  /// `true` the first time only.
+  func claim() -> Bool {
+    claimed.withLock { claimed in
+      defer { claimed = true }
+      return !claimed
+    }
   }
 }

@@ -33,7 +33,9 @@ package enum RecordCipher: UInt8, Hashable, Sendable, CaseIterable, CustomString
 /// The ciphers a peer announces in the handshake (one byte, a bit per ``RecordCipher``).
 /// Unknown bits are ignored, never rejected.
 package struct CipherSet: OptionSet, Hashable, Sendable {
+  /// The byte as it is on the wire.
   package let rawValue: UInt8
+  /// Any byte: unknown bits are kept and ignored.
   package init(rawValue: UInt8) { self.rawValue = rawValue }
 
   /// Bit 0: ChaCha20-Poly1305, which every peer MUST announce.

@@ -6,6 +6,7 @@ package struct RekeyInterval: Hashable, Sendable {
   /// Plaintext bytes per key (the record that reaches it is the last one under the key).
   package var bytes: UInt64
 
+  /// Both limits must be positive.
   package init(records: UInt64, bytes: UInt64) {
     precondition(records > 0 && bytes > 0, "a rekey interval must be positive")
     self.records = records

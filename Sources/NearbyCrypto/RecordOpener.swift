@@ -14,6 +14,7 @@ import NearbyCore
 /// if opener.isClosed { /* the peer finished */ }
 /// ```
 package final class RecordOpener {
+  /// Where the opener is in the stream.
   package enum State: Hashable, Sendable {
     case waitingForHeader
     /// The header is in; waiting for the rest of a record of this `length`.
@@ -23,7 +24,9 @@ package final class RecordOpener {
     case failed(RecordError)
   }
 
+  /// The negotiated cipher.
   package let cipher: RecordCipher
+  /// Where the opener is in the stream.
   package private(set) var state = State.waitingForHeader
   private var keys: RecordKeyState
   private var storage: UnsafeMutableRawPointer?

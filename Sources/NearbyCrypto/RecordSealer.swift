@@ -8,6 +8,7 @@
 ///
 /// A class, not a struct: two copies of a sealer would reuse nonces.
 package final class RecordSealer {
+  /// The negotiated cipher.
   package let cipher: RecordCipher
   private var keys: RecordKeyState
   /// Set by ``close(into:)``: nothing may be sealed after the CLOSE record.

@@ -78,7 +78,8 @@ func fuzzRecords(_ opener: RecordOpener, _ chunks: [ArraySlice<UInt8>], inputCou
     for chunk in chunks {
       opener.append(chunk)
       while try opener.openNext({ delivered += $0.count }) {}
-      precondition(opener.allocatedByteCount <= 4 * SecureProtocol.maximumRecordLength + 4 * chunk.count, "opener holds \(opener.allocatedByteCount) bytes")
+      precondition(
+        opener.allocatedByteCount <= 4 * SecureProtocol.maximumRecordLength + 4 * chunk.count, "opener holds \(opener.allocatedByteCount) bytes")
     }
     while try opener.openNext({ delivered += $0.count }) {}
     try opener.finish()

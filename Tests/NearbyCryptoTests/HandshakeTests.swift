@@ -73,6 +73,16 @@ struct HandshakeTests {
     #expect(try opener.next() == Array("first frames".utf8))
   }
 
+  @Test("a second sealer from one handshake (which would reuse nonces) traps, also through a copy")
+  func oneSealer() async {
+    await #expect(processExitsWith: .failure) {
+      let result = Fixture.cleanRun().initiator
+      let copy = result
+      _ = result.makeSealer()
+      _ = copy.makeSealer()
+    }
+  }
+
   @Test("the initiator may dial without an expected id")
   func noExpectation() throws {
     var (initiator, responder) = Fixture.pair(expecting: nil)
