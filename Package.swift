@@ -29,6 +29,20 @@ let package = Package(
       providers: [.apt(["libavahi-compat-libdnssd-dev"])]
     ),
 
+    // libsodium: the only cryptography (identity keys, handshake, records, envelopes).
+    .systemLibrary(
+      name: "CSodium",
+      pkgConfig: "libsodium",
+      providers: [.apt(["libsodium-dev"])]
+    ),
+    // Identity keys, the handshake state machine, records and end-to-end envelopes: pure
+    // functions and values over libsodium, no sockets, clocks or files.
+    .target(
+      name: "NearbyCrypto",
+      dependencies: ["NearbyCore", "CSodium"],
+      swiftSettings: strict
+    ),
+
     .target(
       name: "NearbyTransport",
       dependencies: ["NearbyCore", "NearbySystem", "CNearbySystem"],
@@ -94,6 +108,11 @@ let package = Package(
     .testTarget(
       name: "NearbyCoreTests",
       dependencies: ["NearbyCore"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyCryptoTests",
+      dependencies: ["NearbyCrypto", "NearbyCore"],
       swiftSettings: strict
     ),
     .testTarget(

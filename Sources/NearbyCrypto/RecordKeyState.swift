@@ -1,0 +1,67 @@
+/// When a direction moves to its next key: after ``records`` records or once ``bytes``
+/// plaintext bytes were sealed under the current key, whichever comes first.
+package struct RekeyInterval: Hashable, Sendable {
+  /// Records per key.
+  package var records: UInt64
+  /// Plaintext bytes per key (the record that reaches it is the last one under the key).
+  package var bytes: UInt64
+
+  /// Both limits must be positive.
+  package init(records: UInt64, bytes: UInt64) {
+    precondition(records > 0 && bytes > 0, "a rekey interval must be positive")
+    self.records = records
+    self.bytes = bytes
+  }
+
+  /// The protocol's interval: 2²⁰ records or 2³⁰ bytes. Both sides must use it.
+  package static let standard = RekeyInterval(records: SecureProtocol.rekeyAfterRecords, bytes: SecureProtocol.rekeyAfterBytes)
+}
+
+/// The key, sequence number and nonce of one direction of the record stream, shared by the
+/// sealer and the opener so that both step through keys identically.
+///
+/// The nonce of record `n` is `00 00 00 00 || u64be(n)`; `n` counts every record of the
+/// direction from 0 and never restarts, also across keys. After each record the key moves on
+/// when the interval is reached: `k_{e+1} = MAC(k_e, "nearby-v2-rekey")`, and `k_e` is
+/// released (wiped).
+struct RecordKeyState {
+  let cipher: RecordCipher
+  let interval: RekeyInterval
+  private(set) var key: SecretBytes
+  /// The sequence number of the next record.
+  private(set) var sequence: UInt64 = 0
+  /// How many times the key moved on.
+  private(set) var epoch: UInt64 = 0
+  private var recordsUnderKey: UInt64 = 0
+  private var bytesUnderKey: UInt64 = 0
+  /// The nonce of record ``sequence``, kept up to date in place (no allocation per record).
+  private(set) var nonce = [UInt8](repeating: 0, count: AEAD.nonceCount)
+
+  init(cipher: RecordCipher, key: SecretBytes, interval: RekeyInterval) {
+    precondition(key.count == AEAD.keyCount, "a record key has 32 bytes")
+    self.cipher = cipher
+    self.key = key
+    self.interval = interval
+  }
+
+  /// Whether another record may be sealed or opened (the sequence number is not exhausted).
+  var canAdvance: Bool { sequence < UInt64.max }
+
+  /// Call after each record sealed or opened under the current key and nonce.
+  mutating func advance(plaintextCount: Int) {
+    sequence += 1
+    recordsUnderKey += 1
+    bytesUnderKey += UInt64(plaintextCount)
+    var value = sequence
+    for index in stride(from: AEAD.nonceCount - 1, through: 4, by: -1) {
+      nonce[index] = UInt8(truncatingIfNeeded: value)
+      value >>= 8
+    }
+    if recordsUnderKey >= interval.records || bytesUnderKey >= interval.bytes {
+      key = Blake2b.deriveKey([SecureProtocol.Label.rekey], key: key)
+      epoch += 1
+      recordsUnderKey = 0
+      bytesUnderKey = 0
+    }
+  }
+}

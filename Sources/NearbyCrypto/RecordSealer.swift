@@ -1,0 +1,99 @@
+/// Seals plaintext (encoded frames) into the records of one direction, written straight
+/// into the caller's output buffer: the plaintext is read once and encrypted into place.
+///
+/// A record is `u32 length | u8 type | ciphertext | tag(16)`, with `length = 1 + n + 16`
+/// for `n` ≤ 64 KiB plaintext bytes, the five header bytes as additional data and the
+/// nonce from the record's sequence number. Longer plaintext is split into several records;
+/// frames may span records.
+///
+/// A class, not a struct: two copies of a sealer would reuse nonces.
+package final class RecordSealer {
+  /// The negotiated cipher.
+  package let cipher: RecordCipher
+  private var keys: RecordKeyState
+  /// Set by ``close(into:)``: nothing may be sealed after the CLOSE record.
+  package private(set) var isClosed = false
+
+  /// - Parameters:
+  ///   - key: the direction's key from the handshake.
+  ///   - rekeyInterval: ``RekeyInterval/standard``; tests pass smaller ones.
+  package init(cipher: RecordCipher, key: SecretBytes, rekeyInterval: RekeyInterval = .standard) {
+    self.cipher = cipher
+    keys = RecordKeyState(cipher: cipher, key: key, interval: rekeyInterval)
+  }
+
+  /// Records sealed so far (the sequence number of the next one).
+  package var sequence: UInt64 { keys.sequence }
+  /// How many times the key moved on.
+  package var epoch: UInt64 { keys.epoch }
+
+  /// The number of bytes ``seal(_:into:)-(UnsafeRawBufferPointer,UnsafeMutableRawBufferPointer)``
+  /// writes for `plaintextCount` bytes: 21 bytes of overhead per started 64 KiB, nothing for 0.
+  package static func sealedCount(plaintextCount: Int) -> Int {
+    let records = (plaintextCount + SecureProtocol.maximumRecordPlaintext - 1) / SecureProtocol.maximumRecordPlaintext
+    return plaintextCount + records * (5 + AEAD.tagCount)
+  }
+
+  /// Seals `plaintext` into `output`, which must have room for
+  /// ``sealedCount(plaintextCount:)`` bytes.
+  /// - Returns: the number of bytes written.
+  @discardableResult
+  package func seal(_ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+    precondition(!isClosed, "seal after close")
+    precondition(output.count >= Self.sealedCount(plaintextCount: plaintext.count), "the output buffer is too small")
+    var read = 0
+    var written = 0
+    while read < plaintext.count {
+      let count = min(SecureProtocol.maximumRecordPlaintext, plaintext.count - read)
+      written += sealRecord(
+        type: .record, UnsafeRawBufferPointer(rebasing: plaintext[read..<read + count]),
+        into: UnsafeMutableRawBufferPointer(rebasing: output[written...]))
+      read += count
+    }
+    return written
+  }
+
+  /// Appends the records sealing `plaintext` to `output`.
+  package func seal(_ plaintext: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+    let start = output.count
+    let count = Self.sealedCount(plaintextCount: plaintext.count)
+    guard count > 0 else { return }
+    output.append(contentsOf: repeatElement(0, count: count))
+    output.withUnsafeMutableBytes { buffer in
+      _ = seal(plaintext, into: UnsafeMutableRawBufferPointer(rebasing: buffer[start..<start + count]))
+    }
+  }
+
+  /// Appends the records sealing `plaintext` to `output`.
+  package func seal(_ plaintext: [UInt8], into output: inout [UInt8]) {
+    plaintext.withUnsafeBytes { seal($0, into: &output) }
+  }
+
+  /// Appends the CLOSE record: the last one of this direction. It tells the peer the
+  /// stream ends here, so that a cut stream can be told from a finished one.
+  package func close(into output: inout [UInt8]) {
+    precondition(!isClosed, "close twice")
+    let start = output.count
+    output.append(contentsOf: repeatElement(0, count: 5 + AEAD.tagCount))
+    output.withUnsafeMutableBytes { buffer in
+      _ = sealRecord(type: .close, UnsafeRawBufferPointer(start: nil, count: 0), into: UnsafeMutableRawBufferPointer(rebasing: buffer[start...]))
+    }
+    isClosed = true
+  }
+
+  /// Seals one record of at most 64 KiB; returns its size.
+  private func sealRecord(type: SecureFrameType, _ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+    precondition(keys.canAdvance, "2^64 records were sealed with one session's keys")
+    let length = 1 + plaintext.count + AEAD.tagCount
+    let header = output.baseAddress!
+    header.storeBytes(of: UInt32(length).bigEndian, toByteOffset: 0, as: UInt32.self)
+    header.storeBytes(of: type.rawValue, toByteOffset: 4, as: UInt8.self)
+    keys.nonce.withUnsafeBytes { nonce in
+      AEAD.seal(
+        cipher, key: keys.key, nonce: nonce, additionalData: UnsafeRawBufferPointer(start: header, count: 5), plaintext: plaintext,
+        into: header + 5)
+    }
+    keys.advance(plaintextCount: plaintext.count)
+    return 4 + length
+  }
+}

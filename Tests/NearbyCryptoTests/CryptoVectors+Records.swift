@@ -1,0 +1,107 @@
+import NearbyCore
+
+@testable import NearbyCrypto
+
+extension CryptoVectors {
+  static let recordKey = (0..<32).map { UInt8(0xA0 + $0) }
+  static let recordInterval = RekeyInterval(records: 3, bytes: 64)
+  static let recordPlaintexts: [[UInt8]] = [
+    Array("hello".utf8), [UInt8](repeating: 0x61, count: 40), [UInt8](repeating: 0x62, count: 30), Array("one".utf8), Array("two".utf8),
+    Array("three".utf8), Array("four".utf8),
+  ]
+
+  /// A stream of records and its CLOSE, each with the key and nonce it was sealed under.
+  static func records(name: String, cipher: RecordCipher) -> Object {
+    let sealer = RecordSealer(cipher: cipher, key: SecretBytes(recordKey), rekeyInterval: recordInterval)
+    var keys = RecordKeyState(cipher: cipher, key: SecretBytes(recordKey), interval: recordInterval)
+    var entries: [Object] = []
+    var stream: [UInt8] = []
+    for index in 0...recordPlaintexts.count {
+      let plaintext = index < recordPlaintexts.count ? recordPlaintexts[index] : []
+      let entry: Object = [
+        "sequence": "\(keys.sequence)", "epoch": "\(keys.epoch)", "key": keys.key.copiedBytes.hexString, "nonce": keys.nonce.hexString,
+      ]
+      var bytes: [UInt8] = []
+      if index < recordPlaintexts.count { sealer.seal(plaintext, into: &bytes) } else { sealer.close(into: &bytes) }
+      keys.advance(plaintextCount: plaintext.count)
+      stream += bytes
+      entries.append(
+        entry.merging(["type": index < recordPlaintexts.count ? "RECORD" : "CLOSE", "plaintext": plaintext.hexString, "hex": bytes.hexString]) {
+          a, _ in a
+        })
+    }
+    return [
+      "name": name, "cipher": cipher.description, "key": recordKey.hexString,
+      "rekeyInterval": ["records": "\(recordInterval.records)", "bytes": "\(recordInterval.bytes)"], "records": entries,
+      "stream": stream.hexString,
+    ]
+  }
+
+  /// Streams sealed with ``recordKey`` (ChaCha20-Poly1305, the same interval) that an
+  /// opener must refuse, with the plaintext it may deliver before the error.
+  static func recordFailures() -> [Object] {
+    let sealer = RecordSealer(cipher: .chacha20Poly1305, key: SecretBytes(recordKey), rekeyInterval: recordInterval)
+    var r: [[UInt8]] = []
+    for plaintext in recordPlaintexts.prefix(4) {
+      var bytes: [UInt8] = []
+      sealer.seal(plaintext, into: &bytes)
+      r.append(bytes)
+    }
+    var close: [UInt8] = []
+    sealer.close(into: &close)
+    var tampered = r[1]
+    tampered[10] ^= 0x01
+    var retyped = r[0]
+    retyped[4] = SecureFrameType.close.rawValue
+    var streams: [(String, [UInt8])] = [
+      ("a ciphertext byte of record 1 flipped", r[0] + tampered + r[2] + close),
+      ("records 0 and 1 swapped", r[1] + r[0] + r[2] + close),
+      ("record 0 replayed", r[0] + r[0] + r[1] + close),
+      ("record 1 dropped (across the key change)", r[0] + r[2] + r[3] + close),
+      ("the stream cut after record 3, without CLOSE", r[0] + r[1] + r[2] + r[3]),
+      ("the stream cut inside record 1", r[0] + Array(r[1].prefix(20))),
+      ("bytes after CLOSE", r[0] + r[1] + r[2] + r[3] + close + [0]),
+      ("a length of 65554 (one more than the maximum)", [0, 1, 0, 0x12]),
+      ("a RECORD shorter than its tag", [0, 0, 0, 0x10, 0x11]),
+      ("a RECORD whose type byte says CLOSE", retyped),
+    ]
+    streams.append(("an unknown type byte", [0, 0, 0, 0x11, 0x13] + [UInt8](repeating: 0, count: 16)))
+    return streams.map { name, stream in
+      let opener = RecordOpener(cipher: .chacha20Poly1305, key: SecretBytes(recordKey), rekeyInterval: recordInterval)
+      let result = openAll(opener, [stream[...]])
+      return ["name": name, "stream": stream.hexString, "delivered": result.plaintext.hexString, "error": result.error!.name]
+    }
+  }
+
+  static let envelopeHeader = Envelope.Header(
+    origin: Fixture.alice.peerID, messageID: 0x1122_3344_5566_7788, timestamp: 1_767_225_600_123,
+    recipients: [Fixture.bob.peerID, Fixture.carol.peerID])
+
+  static func envelope() -> Object {
+    let body = Array("meet at the north door".utf8)
+    var random = SeededCryptoRandom(repeating: 0x66)
+    let sealed = try! Envelope.seal(
+      body, header: envelopeHeader, flags: .toEveryone, recipientKeys: [Fixture.bob.publicKey, Fixture.carol.publicKey], origin: Fixture.alice,
+      random: &random)
+    // The same draws again: the content key first, then the ephemeral secret.
+    var replay = SeededCryptoRandom(repeating: 0x66)
+    let contentKey = replay.bytes(32)
+    let ephemeralSecret = replay.bytes(32)
+    return [
+      "origin": "alice", "recipients": ["bob", "carol"], "messageID": "\(envelopeHeader.messageID)", "timestamp": "\(envelopeHeader.timestamp)",
+      "flags": 1, "body": body.hexString, "contentKey": contentKey.hexString, "ephemeralSecret": ephemeralSecret.hexString,
+      "ephemeralPublic": Array(sealed[2..<34]).hexString, "commitment": Array(sealed[34..<66]).hexString,
+      "wraps": [Array(sealed[66..<114]).hexString, Array(sealed[114..<162]).hexString],
+      "sealedBody": Array(sealed[162..<(sealed.count - 64)]).hexString, "signature": Array(sealed.suffix(64)).hexString,
+      "sealed": sealed.hexString,
+    ]
+  }
+
+  static func receipt() -> Object {
+    let receipt = SignedReceipt(origin: Fixture.alice.peerID, messageIDs: [1, 2, UInt64.max], recipient: Fixture.bob)
+    return [
+      "origin": "alice", "recipient": "bob", "messageIDs": receipt.messageIDs.map { "\($0)" }, "signature": receipt.signature.hexString,
+      "hex": receipt.encoded().hexString,
+    ]
+  }
+}
