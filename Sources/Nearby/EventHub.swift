@@ -81,7 +81,11 @@ final class EventHub: Sendable {
           continue
         }
         let shared = state.subscribers.count > 1 ? claim.map { ClaimCount($0, remaining: state.subscribers.count) } : nil
-        for index in state.subscribers.indices {
+        // Walk by index, not over `indices`: a dictionary's `indices` holds a copy of the
+        // dictionary, so every change below would copy it and every subscriber's buffer
+        // (quadratic in the depth of a lagging subscriber's buffer).
+        var index = state.subscribers.startIndex
+        while index != state.subscribers.endIndex {
           if let waiter = state.subscribers.values[index].waiter {
             state.subscribers.values[index].waiter = nil
             resumes.append((waiter, element))
@@ -89,6 +93,7 @@ final class EventHub: Sendable {
           } else {
             state.subscribers.values[index].buffer.append(Item(element, claim: claim, shared: shared))
           }
+          state.subscribers.formIndex(after: &index)
         }
       }
     }
@@ -105,9 +110,11 @@ final class EventHub: Sendable {
     let waiters = state.withLock { state -> [UnsafeContinuation<Element?, Never>] in
       state.finished = true
       var waiters: [UnsafeContinuation<Element?, Never>] = []
-      for key in state.subscribers.keys {
-        if let waiter = state.subscribers[key]!.waiter { waiters.append(waiter) }
-        state.subscribers[key]!.waiter = nil
+      var index = state.subscribers.startIndex
+      while index != state.subscribers.endIndex {
+        if let waiter = state.subscribers.values[index].waiter { waiters.append(waiter) }
+        state.subscribers.values[index].waiter = nil
+        state.subscribers.formIndex(after: &index)
       }
       return waiters
     }

@@ -11,9 +11,13 @@ import Synchronization
 /// Foundation's `Process` passes on the signal mask of the spawning thread, and the
 /// threads of Swift's concurrency runtime block most signals, so its children ignore
 /// SIGTERM and SIGINT. This type resets both, so `terminate()` works.
+///
+/// Every child is reaped as soon as it ends, by a thread started with it, whether or not
+/// anyone calls ``wait()``: a child that is never waited for would stay a zombie (and a
+/// process waiting for "any child", as Swift Testing's exit tests do, would see it forever).
 public final class ChildProcess: Sendable {
   public let pid: pid_t
-  private let status = Mutex<Int32?>(nil)
+  private let reaper: Reaper
 
   /// What to connect a standard stream to.
   public enum Stream: Sendable {
@@ -81,61 +85,82 @@ public final class ChildProcess: Sendable {
     }
     guard result == 0 else { throw SystemError("posix_spawn(\(executable))", errno: result) }
     self.pid = pid
+    self.reaper = Reaper(pid: pid)
+    reaper.start()
   }
 
   /// Sends `signal` (SIGTERM by default) to the child, or to its process group.
   public func terminate(_ signal: Int32 = SIGTERM, group: Bool = false) {
-    guard status.withLock({ $0 }) == nil else { return }
+    // Not once reaped: the pid may belong to another process by then.
+    guard reaper.status == nil else { return }
     _ = Glibc.kill(group ? -pid : pid, signal)
   }
 
   /// The exit status once the child has been reaped.
-  public var exitStatus: Int32? { status.withLock { $0 } }
+  public var exitStatus: Int32? { reaper.status }
 
-  /// Waits for the child to end, on a thread of its own (never on the cooperative pool).
-  /// - Returns: the exit code, or 128 + the signal number when a signal ended it.
+  /// Waits for the child to end (its reaper thread waits; never the cooperative pool).
+  /// - Returns: the exit code, or 128 + the signal number when a signal ended it (-1 if it
+  ///   could not be reaped).
   @discardableResult
   public func wait() async -> Int32 {
-    if let known = exitStatus { return known }
-    let pid = self.pid
-    let code: Int32 = await withCheckedContinuation { continuation in
-      let box = Unmanaged.passRetained(WaitBox(pid: pid, continuation: continuation))
-      var thread = pthread_t()
-      let created = pthread_create(
-        &thread, nil,
-        { context in
-          let box = Unmanaged<WaitBox>.fromOpaque(context!).takeRetainedValue()
-          var raw: Int32 = 0
-          var result: pid_t
-          repeat { result = waitpid(box.pid, &raw, 0) } while result < 0 && errno == EINTR
-          let code: Int32
-          if result < 0 {
-            code = -1
-          } else if raw & 0x7F == 0 {
-            code = (raw >> 8) & 0xFF
-          } else {
-            code = 128 + (raw & 0x7F)
-          }
-          box.continuation.resume(returning: code)
-          return nil
-        }, box.toOpaque())
-      if created == 0 {
-        pthread_detach(thread)
-      } else {
-        box.release()
-        continuation.resume(returning: -1)
-      }
-    }
-    status.withLock { $0 = code }
-    return code
+    await withCheckedContinuation { continuation in reaper.notify(continuation) }
   }
 }
 
-private final class WaitBox: @unchecked Sendable {
+/// Reaps one child on a thread of its own and hands its status to whoever waits, exactly
+/// once each.
+private final class Reaper: Sendable {
   let pid: pid_t
-  let continuation: CheckedContinuation<Int32, Never>
-  init(pid: pid_t, continuation: CheckedContinuation<Int32, Never>) {
-    self.pid = pid
-    self.continuation = continuation
+  private let state = Mutex<(status: Int32?, waiters: [CheckedContinuation<Int32, Never>])>((nil, []))
+
+  init(pid: pid_t) { self.pid = pid }
+
+  var status: Int32? { state.withLock { $0.status } }
+
+  func start() {
+    let box = Unmanaged.passRetained(self)
+    var thread = pthread_t()
+    let created = pthread_create(
+      &thread, nil,
+      { context in
+        let reaper = Unmanaged<Reaper>.fromOpaque(context!).takeRetainedValue()
+        var raw: Int32 = 0
+        var result: pid_t
+        repeat { result = waitpid(reaper.pid, &raw, 0) } while result < 0 && errno == EINTR
+        let code: Int32
+        if result < 0 {
+          code = -1
+        } else if raw & 0x7F == 0 {
+          code = (raw >> 8) & 0xFF
+        } else {
+          code = 128 + (raw & 0x7F)
+        }
+        reaper.finish(code)
+        return nil
+      }, box.toOpaque())
+    if created == 0 {
+      pthread_detach(thread)
+    } else {
+      box.release()
+      finish(-1)
+    }
+  }
+
+  func notify(_ continuation: CheckedContinuation<Int32, Never>) {
+    let known = state.withLock { state -> Int32? in
+      if state.status == nil { state.waiters.append(continuation) }
+      return state.status
+    }
+    if let known { continuation.resume(returning: known) }
+  }
+
+  private func finish(_ code: Int32) {
+    let waiters = state.withLock { state -> [CheckedContinuation<Int32, Never>] in
+      state.status = code
+      defer { state.waiters = [] }
+      return state.waiters
+    }
+    for waiter in waiters { waiter.resume(returning: code) }
   }
 }

@@ -11,8 +11,11 @@ import NearbyTestSupport
 final class RawPeer: @unchecked Sendable {
   let fd: Int32
 
-  init(port: UInt16) throws {
+  /// - Parameter receiveBuffer: a small `SO_RCVBUF` (set before connecting, so it bounds the
+  ///   TCP window) makes a peer that does not read fill its sender's queue quickly.
+  init(port: UInt16, receiveBuffer: Int32? = nil) throws {
     fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian

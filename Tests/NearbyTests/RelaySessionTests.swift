@@ -19,7 +19,7 @@ struct RelaySessionTests {
 
     // A peer that joins and then never reads again.
     let slowPeer = Peer(id: PeerID.random(), name: try DisplayName("slow"))
-    let slow = try RawPeer(port: relay.port)
+    let slow = try RawPeer(port: relay.port, receiveBuffer: 4096)
     slow.write(.hello(Frame.Hello(peer: slowPeer)))
     slow.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
     _ = try await alice.expect("slow reachable") { if case .reachable(let peer, _) = $0, peer.id == slowPeer.id { true } else { nil } }
