@@ -45,7 +45,7 @@ let package = Package(
 
     .target(
       name: "NearbyTransport",
-      dependencies: ["NearbyCore", "NearbySystem", "CNearbySystem"],
+      dependencies: ["NearbyCore", "NearbyCrypto", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
     .target(
@@ -56,7 +56,7 @@ let package = Package(
     // The public API: `import Nearby`.
     .target(
       name: "Nearby",
-      dependencies: ["NearbyCore", "NearbyTransport", "NearbyDiscovery", "NearbySystem"],
+      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem"],
       swiftSettings: strict
     ),
     // Processes, lines in and out, signals: what the commands, the lab and the tests share.
@@ -101,7 +101,7 @@ let package = Package(
     // Helpers shared by the test targets (never part of a product).
     .target(
       name: "NearbyTestSupport",
-      dependencies: ["NearbyCore", "NearbyTransport", "NearbySystem"],
+      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbySystem"],
       path: "Tests/NearbyTestSupport",
       swiftSettings: strict
     ),
@@ -117,7 +117,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTransportTests",
-      dependencies: ["NearbyTransport", "NearbyCore"],
+      dependencies: ["NearbyTransport", "NearbyCore", "NearbyCrypto", "NearbyTestSupport"],
       swiftSettings: strict
     ),
     .testTarget(
@@ -127,7 +127,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyRelay", "NearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyRelay", "NearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -26,6 +26,10 @@ extension NearbySession {
     case .connectFailed(let id, let detail):
       connectors[id] = nil
       machine.connectFailed(id, detail: detail, now: now, into: &actions)
+    case .authenticated(let id, let peer):
+      machine.authenticated(id, peer, now: now, into: &actions)
+    case .securityFailed(let id, let failure):
+      machine.securityFailed(id, detail: failure.description, answer: failure.answer, now: now, into: &actions)
     case .frames(let id, let frames):
       machine.received(frames, on: id, now: now, into: &actions)
     case .decodingFailed(let id, let error):
@@ -127,10 +131,17 @@ extension NearbySession {
           continue
         }
         connectors[id] = TCPConnector.connect(
-          id, to: endpoints, loop: loop, timeout: configuration.timeouts.connect, maximumQueuedBytes: configuration.maximumQueuedBytes, sink: sink)
+          id, to: endpoints, loop: loop, timeout: configuration.timeouts.connect, maximumQueuedBytes: configuration.maximumQueuedBytes,
+          security: security, expecting: machine.expectedPeer(of: id), sink: sink)
       case .send(let id, let frame):
+        guard let connection = connections[id] else { continue }
+        if case .error = frame, !connection.isAuthenticated {
+          // Refused before the handshake completed (busy, handshake timeout).
+          connection.sendPlaintextError(frame)
+          continue
+        }
         // Control frames are small and bounded by the protocol; they are never refused.
-        _ = connections[id]?.enqueue(force: true) { FrameEncoder.encode(frame, into: &$0) }
+        _ = connection.enqueue(force: true) { FrameEncoder.encode(frame, into: &$0) }
       case .sendMessage(let message, let ids):
         sendMessage(message, on: ids)
       case .close(let id, let mode):

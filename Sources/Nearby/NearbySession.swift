@@ -48,6 +48,8 @@ public actor NearbySession {
   var shutdownRequested = false
   var state = RunState.idle
   var transportSink: TransportSink?
+  /// Our identity and HELLO, for every connection's handshake.
+  let security: ConnectionSecurity
   var tickTimer: UInt64?
   /// Senders waiting for room on one of these connections (the send side of the session):
   /// woken when one drains or closes, then they try again. Senders to other connections are
@@ -84,6 +86,7 @@ public actor NearbySession {
     core.maximumPendingInvitations = configuration.maximumPendingInvitations
     core.connectFound = configuration.connectFound
     machine = SessionStateMachine(configuration: core)
+    security = ConnectionSecurity(identity: configuration.identity.keyPair, payload: machine.helloPayload)
     let settled = ClaimsSettledSignal()
     hub = EventHub(onClaimsSettled: { settled.fire() })
     settled.action = { [weak self] in self?.scheduleAcknowledgements() }
@@ -103,7 +106,7 @@ public actor NearbySession {
     do {
       listener = try await TCPListener.bind(
         host: configuration.listenHost, port: configuration.listenPort, loop: loop, maximumQueuedBytes: configuration.maximumQueuedBytes,
-        nextID: { [self] in ConnectionID(nextInboundID()) }, sink: sink)
+        security: security, nextID: { [self] in ConnectionID(nextInboundID()) }, sink: sink)
       if configuration.advertise {
         let advertisement = PeerAdvertisement(peer: configuration.peer, isRelay: configuration.isRelay, info: configuration.discoveryInfo)
         advertiser = try Advertiser(advertisement: advertisement, serviceType: configuration.serviceType, port: listener!.port, loop: loop) {

@@ -1,37 +1,59 @@
 import NearbyCore
+import NearbyCrypto
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Who a peer is: its id, kept in a state directory so it stays the same across runs (the
-/// counterpart of MultipeerConnectivity's `MCPeerID`, which a program must archive itself).
+/// Who a peer is: an Ed25519 key pair whose public key gives the peer id, kept in a state
+/// directory so it stays the same across runs (the counterpart of MultipeerConnectivity's
+/// `MCPeerID`, which a program must archive itself).
 ///
-/// ``init(directory:)`` creates the identity the first time and holds an exclusive lock on
-/// the directory while the value lives: two processes with one id would be one peer twice,
-/// so the second is refused with a message saying how to give it its own.
-/// ``ephemeral()`` makes a fresh identity that lives in memory only (tests, tools).
+/// The id is derived from the key (PROTOCOL.md, version 2), so nobody can claim it without
+/// the secret key: sessions prove it in every handshake.
+///
+/// ``init(directory:)`` creates the identity the first time (the key file `identity`, mode
+/// 0600, in a directory of mode 0700) and holds an exclusive lock on the directory while the
+/// value lives: two processes with one id would be one peer twice, so the second is refused
+/// with a message saying how to give it its own. ``ephemeral()`` makes a fresh identity that
+/// lives in memory only (tests, tools).
 public final class PeerIdentity: Sendable {
   /// The state directory, or `nil` for an ephemeral identity.
   public let directory: String?
-  public let peerID: PeerID
+  public var peerID: PeerID { keyPair.peerID }
+  /// Something the user should hear once, such as a new identity replacing one of an older
+  /// Nearby; `nil` usually.
+  public let notice: String?
+  let keyPair: IdentityKeyPair
+  let state: StateDirectory?
   private let lockFD: Int32
 
-  /// A fresh identity kept in memory only: a new peer every time.
-  public static func ephemeral() -> PeerIdentity { PeerIdentity(peerID: PeerID.random()) }
+  static let keyFileName = "identity"
+  /// Where protocol version 1 kept a random id (replaced by a key).
+  static let version1FileName = "peer-id"
 
-  private init(peerID: PeerID) {
+  /// A fresh identity kept in memory only: a new peer every time.
+  public static func ephemeral() -> PeerIdentity {
+    var random = SystemCryptoRandom()
+    return PeerIdentity(keyPair: .generate(using: &random))
+  }
+
+  init(keyPair: IdentityKeyPair) {
     self.directory = nil
-    self.peerID = peerID
+    self.keyPair = keyPair
+    self.state = nil
+    self.notice = nil
     self.lockFD = -1
   }
 
   /// The usual state directory: `$NEARBY_STATE_DIR`, else `$XDG_STATE_HOME/nearby`, else
   /// `$HOME/.local/state/nearby`.
-  public static func defaultDirectory(environment: [String: String]) -> String {
+  /// - Throws: ``IdentityError/noHome`` when none of them is set (there is no fallback into
+  ///   a shared directory such as `/tmp`).
+  public static func defaultDirectory(environment: [String: String]) throws(IdentityError) -> String {
     if let explicit = environment["NEARBY_STATE_DIR"], !explicit.isEmpty { return explicit }
     if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/nearby" }
-    let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+    guard let home = environment["HOME"], home.hasPrefix("/") else { throw .noHome }
     return home + "/.local/state/nearby"
   }
 
@@ -39,10 +61,8 @@ public final class PeerIdentity: Sendable {
   /// - Throws: ``IdentityError`` saying what is wrong and what to do.
   public init(directory: String) throws(IdentityError) {
     self.directory = directory
-    try Self.makeDirectories(directory)
-    let lockPath = directory + "/lock"
-    let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw .unusable(directory, String(cString: strerror(errno))) }
+    let state = try StateDirectory(directory)
+    let fd = try state.openLockFile("lock")
     if flock(fd, LOCK_EX | LOCK_NB) != 0 {
       var buffer = [UInt8](repeating: 0, count: 32)
       let count = read(fd, &buffer, buffer.count)
@@ -53,68 +73,64 @@ public final class PeerIdentity: Sendable {
     let pid = "\(getpid())\n"
     _ = ftruncate(fd, 0)
     _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
-    lockFD = fd
     do {
-      peerID = try Self.loadOrCreate(directory + "/peer-id")
+      (keyPair, notice) = try Self.loadOrCreate(state)
     } catch {
       close(fd)
       throw error
     }
+    self.state = state
+    lockFD = fd
   }
 
   deinit { if lockFD >= 0 { close(lockFD) } }
 
-  private static func makeDirectories(_ path: String) throws(IdentityError) {
-    var current = path.hasPrefix("/") ? "" : "."
-    for component in path.split(separator: "/") {
-      current += "/" + component
-      if mkdir(current, 0o700) != 0 && errno != EEXIST {
-        throw .unusable(path, "cannot create \(current): \(String(cString: strerror(errno)))")
+  private static func loadOrCreate(_ state: StateDirectory) throws(IdentityError) -> (IdentityKeyPair, String?) {
+    if let contents = try state.read(keyFileName, secret: true, limit: 64 * 1024) {
+      do {
+        return (try IdentityKeyFile.decode(String(decoding: contents, as: UTF8.self)), nil)
+      } catch {
+        throw .damaged(state.full(keyFileName), "\(error)")
       }
     }
-  }
-
-  private static func loadOrCreate(_ path: String) throws(IdentityError) -> PeerID {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    if fd >= 0 {
-      var buffer = [UInt8](repeating: 0, count: 128)
-      let count = read(fd, &buffer, buffer.count)
-      close(fd)
-      let text = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace : ""
-      guard let id = PeerID(hex: text) else { throw .damaged(path) }
-      return id
+    var random = SystemCryptoRandom()
+    let keyPair = IdentityKeyPair.generate(using: &random)
+    try state.write(keyFileName, Array(IdentityKeyFile.encode(keyPair).utf8))
+    var notice: String?
+    if let old = try? state.read(version1FileName, limit: 4096) {
+      let oldID = String(decoding: old, as: UTF8.self).trimmingWhitespace
+      notice =
+        "new identity \(keyPair.peerID.hex) replaces \(oldID.isEmpty ? "the old one" : oldID): Nearby's protocol version 2 derives peer ids from keys; peers that knew the old id see a new peer"
+      state.remove(version1FileName)
     }
-    guard errno == ENOENT else { throw .unusable(path, String(cString: strerror(errno))) }
-    let id = PeerID.random()
-    let temporary = path + ".new"
-    let out = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard out >= 0 else { throw .unusable(path, String(cString: strerror(errno))) }
-    let line = id.hex + "\n"
-    let written = line.withCString { write(out, $0, strlen($0)) }
-    fsync(out)
-    close(out)
-    guard written == line.utf8.count, rename(temporary, path) == 0 else {
-      throw .unusable(path, String(cString: strerror(errno)))
-    }
-    return id
+    return (keyPair, notice)
   }
 }
 
 /// Why the identity could not be used.
 public enum IdentityError: Error, Hashable, Sendable, CustomStringConvertible {
   case inUse(String, owner: String)
-  case damaged(String)
+  case damaged(String, String)
   case unusable(String, String)
+  /// The path is not safe to keep secrets in: `reason` says why, `fix` what to do.
+  case unsafe(String, String, fix: String)
+  /// Neither `HOME`, `XDG_STATE_HOME` nor `NEARBY_STATE_DIR` is set.
+  case noHome
 
   public var description: String {
     switch self {
     case .inUse(let directory, let owner):
       return
         "another nearby process (pid \(owner)) is using the identity in \(directory): give each peer on this machine its own state directory"
-    case .damaged(let path):
-      return "the identity file \(path) does not hold a peer id: delete it and a new identity will be created"
+    case .damaged(let path, let reason):
+      return "the identity key file \(path) cannot be used: \(reason)"
     case .unusable(let path, let reason):
       return "cannot use the state directory \(path): \(reason); choose another state directory"
+    case .unsafe(let path, let reason, let fix):
+      return "refusing to use \(path): \(reason); \(fix)"
+    case .noHome:
+      return
+        "there is no state directory: HOME is not set (nor XDG_STATE_HOME or NEARBY_STATE_DIR); set one of them, or give a state directory"
     }
   }
 }

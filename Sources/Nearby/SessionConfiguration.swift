@@ -2,8 +2,8 @@ import NearbyCore
 
 /// How a ``NearbySession`` runs: who we are, how we answer invitations, and its limits.
 public struct SessionConfiguration: Sendable {
-  /// Who we are: the id (from ``PeerIdentity``) and the display name people see.
-  public var peer: Peer
+  /// Who we are: the id (from ``identity``) and the display name people see.
+  public internal(set) var peer: Peer
   public var serviceType: ServiceType = .default
   /// Published in the TXT record; peers see it as ``Peer/info``.
   public var discoveryInfo = DiscoveryInfo()
@@ -53,9 +53,11 @@ public struct SessionConfiguration: Sendable {
   ///   - identity: who we are (``PeerIdentity/init(directory:)`` or ``PeerIdentity/ephemeral()``).
   ///   - name: the display name people see.
   public init(identity: PeerIdentity, name: DisplayName) {
+    self.identity = identity
     self.peer = Peer(id: identity.peerID, name: name)
   }
 
-  /// For tests and tools that make up a peer without an identity.
-  package init(peer: Peer) { self.peer = peer }
+  /// Who we are: the key every handshake proves, and the state directory (when it has one)
+  /// where known peers are kept.
+  public let identity: PeerIdentity
 }

@@ -10,9 +10,11 @@ enum TransportProbe {
     let (clientStream, clientContinuation) = AsyncStream.makeStream(of: TransportEvent.self)
     let counter = Atomic<UInt64>(1)
     let listener = try await TCPListener.bind(
-      host: "127.0.0.1", loop: loop, nextID: { ConnectionID(counter.add(1, ordering: .relaxed).oldValue) }, sink: { serverContinuation.yield($0) })
+      host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: { ConnectionID(counter.add(1, ordering: .relaxed).oldValue) },
+      sink: { serverContinuation.yield($0) })
     _ = TCPConnector.connect(
-      ConnectionID(1 << 62), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: { clientContinuation.yield($0) })
+      ConnectionID(1 << 62), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, security: .ephemeral(),
+      sink: { clientContinuation.yield($0) })
     var client: TCPConnection?
     var clientEvents = clientStream.makeAsyncIterator()
     while let event = await clientEvents.next() {
@@ -62,7 +64,7 @@ extension TransportProbe {
     let times = Mutex<[Duration]>([])
     let done = Gate()
     let listener = try await TCPListener.bind(
-      host: "127.0.0.1", loop: serverLoop, nextID: { ConnectionID(counter.add(1, ordering: .relaxed).oldValue) },
+      host: "127.0.0.1", loop: serverLoop, security: .ephemeral(), nextID: { ConnectionID(counter.add(1, ordering: .relaxed).oldValue) },
       sink: { event in
         if case .frames(let id, let frames) = event {
           for frame in frames { _ = ProbeConnections.shared.withLock { $0[id] }?.send(frame) }
@@ -75,6 +77,7 @@ extension TransportProbe {
     let client = Mutex<TCPConnection?>(nil)
     _ = TCPConnector.connect(
       ConnectionID(1 << 62), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: clientLoop,
+      security: .ephemeral(),
       sink: { event in
         switch event {
         case .connected(let connection):

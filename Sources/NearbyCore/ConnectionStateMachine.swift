@@ -63,10 +63,12 @@ package struct ConnectionStateMachine: Sendable {
   package var remoteIsRelay: Bool { remoteHello?.capabilities.contains(.relay) ?? false }
   package var isConnector: Bool { if case .connector = role { true } else { false } }
 
-  /// The HELLO to send first, at once (both sides send it without waiting).
-  package mutating func start(now: Duration) -> Frame {
+  /// The connection is up and its handshake starts. Version 2 sends no HELLO frame: each
+  /// side's HELLO is the payload of its handshake, and the shell hands the peer's to
+  /// ``receive(_:now:)`` once the handshake authenticated it. A HELLO arriving in the record
+  /// stream afterwards is a protocol violation.
+  package mutating func start(now: Duration) {
     lastSent = now
-    return .hello(localHello)
   }
 
   /// The shell stops or resumes reading the connection (flow control). While it does not
@@ -233,6 +235,16 @@ package struct ConnectionStateMachine: Sendable {
     }
   }
 
+  /// The secure layer gave up on the connection (a failed handshake, a record that did not
+  /// decrypt, a cut stream): ERROR `answer` when there is one (the transport already sent
+  /// the handshake's own), and close.
+  package mutating func securityFailed(_ detail: String, answer: ErrorCode?, now: Duration) -> ConnectionTransition {
+    guard state != .closed, state != .closing else { return ConnectionTransition() }
+    if let answer { return fail(answer, detail, now: now, reason: .securityFailure(detail)) }
+    enter(.closing, now: now)
+    return ConnectionTransition(event: .closed(.securityFailure(detail)), close: .shutdownAndLinger)
+  }
+
   /// Refuses the connection with an ERROR (for example `busy`) and closes.
   package mutating func reject(_ code: ErrorCode, _ message: String, now: Duration) -> ConnectionTransition {
     guard state != .closed, state != .closing else { return ConnectionTransition() }
@@ -266,7 +278,7 @@ package struct ConnectionStateMachine: Sendable {
       return ConnectionTransition()
     case .awaitingHello:
       if now >= openedAt + timeouts.handshake {
-        return fail(.handshakeTimeout, "no HELLO within \(timeouts.handshake)", now: now, reason: .handshakeTimeout)
+        return fail(.handshakeTimeout, "the handshake did not complete within \(timeouts.handshake)", now: now, reason: .handshakeTimeout)
       }
       return ConnectionTransition()
     default:
@@ -412,6 +424,9 @@ public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
   case local(GoodbyeReason)
   /// The connection ended after we had already said GOODBYE or ERROR.
   case closedWhileClosing
+  /// Authentication or encryption failed: the handshake (a wrong key, a bad signature, a
+  /// version 1 peer, ...) or the records (altered, replayed or cut). The text names the cause.
+  case securityFailure(String)
 
   public var description: String {
     switch self {
@@ -423,7 +438,8 @@ public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
       }
     case .remoteError(let code, let message): return "sent error \(code): \(message)"
     case .protocolViolation(let detail): return "protocol error: \(detail)"
-    case .handshakeTimeout: return "no HELLO in time"
+    case .handshakeTimeout: return "the handshake did not complete in time"
+    case .securityFailure(let detail): return detail
     case .timedOut(let silence): return "timed out (silent for \(silence.formattedSeconds))"
     case .connectionLost(let detail): return "connection lost: \(detail)"
     case .local(let reason):

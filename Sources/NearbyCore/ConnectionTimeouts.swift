@@ -1,6 +1,6 @@
 /// The timeouts of PROTOCOL.md section 7. Tests shrink them; the defaults are the spec's.
 public struct ConnectionTimeouts: Hashable, Sendable {
-  /// From TCP established until the peer's HELLO.
+  /// From TCP established until the handshake authenticated the peer (its HELLO is in it).
   public var handshake: Duration = .seconds(5)
   /// A listener in `idle` waiting for INVITE.
   public var idle: Duration = .seconds(10)

@@ -1,7 +1,8 @@
 /// The numbers of PROTOCOL.md in one place.
 package enum ProtocolLimits {
-  /// The protocol version this implementation speaks.
-  package static let version = 1
+  /// The protocol version this implementation speaks: 2, authenticated and encrypted
+  /// (PROTOCOL.md), and only that.
+  package static let version = 2
   /// The largest `length` (type byte plus payload) of a frame: 2 MiB.
   package static let maximumFrameLength = 2_097_152
   /// The largest message body: 1 MiB.

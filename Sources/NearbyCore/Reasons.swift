@@ -73,6 +73,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
   public static let handshakeTimeout = ErrorCode(rawValue: 7)
   public static let busy = ErrorCode(rawValue: 8)
   public static let wrongPeer = ErrorCode(rawValue: 9)
+  /// Protocol version 2: the handshake failed (the message names the cause).
+  public static let handshakeFailed = ErrorCode(rawValue: 10)
+  /// Protocol version 2: a record did not decrypt (altered, replayed, reordered or dropped).
+  public static let decryptFailed = ErrorCode(rawValue: 11)
 
   public var description: String {
     switch rawValue {
@@ -85,6 +89,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     case 7: "handshakeTimeout"
     case 8: "busy"
     case 9: "wrongPeer"
+    case 10: "handshakeFailed"
+    case 11: "decryptFailed"
     default: "error \(rawValue)"
     }
   }

@@ -50,6 +50,7 @@ extension SessionStateMachine {
     } else {
       peers[peerID]!.peer = peers[peerID]!.peer.renamed(hello.peer.name)
     }
+    if let key = record.authenticated?.publicKey { peers[peerID]!.publicKey = key }
     switch record.direction {
     case .inbound:
       record.peerID = peerID

@@ -48,6 +48,8 @@ package struct SessionStateMachine: Sendable {
     var unacked = RingBuffer<UInt64>()
     /// The peer on this connection is a relay.
     var toRelay = false
+    /// What the handshake proved about the peer.
+    var authenticated: AuthenticatedPeer?
   }
 
   struct PeerRecord: Sendable {
@@ -63,6 +65,10 @@ package struct SessionStateMachine: Sendable {
     var isRelay = false
     /// We reported it reachable through a relay (and not unreachable since).
     var announcedReachable = false
+    /// Its Ed25519 public key, once a handshake proved it (the key owns the peer's id).
+    var publicKey: [UInt8]?
+    /// The verification code of the handshake of its current session.
+    var verificationCode: String?
 
     /// The best relay route, if any (fewest hops, then lowest id: deterministic).
     var bestRoute: ConnectionID? {
@@ -236,6 +242,15 @@ package struct SessionStateMachine: Sendable {
       actions.append(.emit(.error(.rejected("\(record.peer) has no known address: wait until it is found again"))))
       return
     }
+    if let version = record.discovered?.advertisement.protocolVersion, version < ProtocolLimits.version {
+      actions.append(
+        .emit(
+          .error(
+            .rejected(
+              "\(record.peer) runs an older Nearby (protocol version \(version), unencrypted): it must upgrade to version \(ProtocolLimits.version) before you can connect"
+            ))))
+      return
+    }
     guard let invite = makeInvite(context: context, timeout: timeout, into: &actions) else { return }
     let connection = newConnectionID()
     connections[connection] = ConnectionRecord(direction: .outbound, peerID: id, invite: invite)
@@ -279,12 +294,13 @@ package struct SessionStateMachine: Sendable {
 
   // MARK: Connection lifecycle
 
-  /// The outbound TCP connection is up: send HELLO.
+  /// The outbound TCP connection is up: the handshake runs (its payload is our HELLO,
+  /// ``helloPayload``); ``authenticated(_:_:now:into:)`` follows.
   package mutating func connectionEstablished(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     guard var record = connections[id], record.machine == nil else { return }
     var machine = ConnectionStateMachine(
       role: .connector(expecting: record.peerID), hello: localHello, timeouts: configuration.timeouts, now: now)
-    actions.append(.send(id, machine.start(now: now)))
+    machine.start(now: now)
     record.machine = machine
     connections[id] = record
   }
@@ -303,11 +319,11 @@ package struct SessionStateMachine: Sendable {
     }
   }
 
-  /// A peer connected to our listener: send HELLO (or refuse it when too many connections
-  /// are still handshaking).
+  /// A peer connected to our listener: the handshake runs (or the connection is refused
+  /// when too many are still handshaking).
   package mutating func connectionAccepted(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     var machine = ConnectionStateMachine(role: .listener, hello: localHello, timeouts: configuration.timeouts, now: now)
-    actions.append(.send(id, machine.start(now: now)))
+    machine.start(now: now)
     let pending = connections.values.filter { $0.machine.map { $0.state != .connected } ?? true }.count
     if isShuttingDown || pending >= configuration.maximumPendingConnections {
       let transition = machine.reject(.busy, "too many connections are being set up; try again later", now: now)
@@ -321,9 +337,16 @@ package struct SessionStateMachine: Sendable {
   /// Reserves an id for a connection the listener accepted.
   package mutating func reserveConnectionID() -> ConnectionID { newConnectionID() }
 
-  private var localHello: Frame.Hello {
-    Frame.Hello(minVersion: 1, maxVersion: UInt8(ProtocolLimits.version), capabilities: configuration.capabilities, peer: localPeer)
+  var localHello: Frame.Hello {
+    let version = UInt8(ProtocolLimits.version)
+    return Frame.Hello(minVersion: version, maxVersion: version, capabilities: configuration.capabilities, peer: localPeer)
   }
+
+  /// What our handshakes carry (encrypted) as their payload: our HELLO frame.
+  package var helloPayload: [UInt8] { FrameEncoder.encode(.hello(localHello)) }
+
+  /// The peer we mean to reach on an outbound connection, when we know it.
+  package func expectedPeer(of id: ConnectionID) -> PeerID? { connections[id]?.peerID }
 
   /// Frames from a connection, in order. Messages among them are acknowledged once the
   /// application has taken them (``acknowledge(_:now:into:)``).

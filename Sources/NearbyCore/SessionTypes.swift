@@ -127,6 +127,10 @@ public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
   case rejected(String)
   /// A connection broke the protocol (logged; the connection was closed).
   case protocolError(peer: Peer?, detail: String)
+  /// A connection's handshake failed: the peer could not prove who it is, is not who we
+  /// dialled, or speaks an older protocol. `detail` names the cause; the connection was
+  /// closed and nothing from it was delivered.
+  case authenticationFailed(peer: Peer?, detail: String)
 
   public var description: String {
     switch self {
@@ -137,6 +141,8 @@ public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     case .rejected(let detail): detail
     case .protocolError(let peer, let detail):
       "protocol error\(peer.map { " from \($0)" } ?? ""): \(detail)"
+    case .authenticationFailed(let peer, let detail):
+      "could not authenticate \(peer.map(\.description) ?? "a connection"): \(detail)"
     }
   }
 }

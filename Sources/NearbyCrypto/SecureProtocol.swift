@@ -57,11 +57,3 @@ package enum SecureFrameType: UInt8, Sendable, CaseIterable, CustomStringConvert
     }
   }
 }
-
-extension ErrorCode {
-  /// Version 2: the handshake failed (a bad commitment, key, tag or signature, or no
-  /// common cipher); the message names the cause.
-  package static let handshakeFailed = ErrorCode(rawValue: 10)
-  /// Version 2: a record did not decrypt (tampered, replayed, reordered or cut).
-  package static let decryptFailed = ErrorCode(rawValue: 11)
-}

@@ -61,7 +61,7 @@ public struct ScriptEvent: Sendable, Equatable {
     case .error(let error):
       let peer: Peer? =
         switch error {
-        case .undelivered(_, let peer, _, _), .connectFailed(let peer, _), .protocolError(let peer, _): peer
+        case .undelivered(_, let peer, _, _), .connectFailed(let peer, _), .protocolError(let peer, _), .authenticationFailed(let peer, _): peer
         case .rejected: nil
         }
       return (.error, peer.map { [$0] } ?? [], error.description)

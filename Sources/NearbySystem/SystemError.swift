@@ -16,7 +16,12 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
   }
 
   public var description: String {
-    "\(call): \(String(cString: strerror(errno))) (errno \(errno))"
+    "\(call): \(Self.describe(errno))"
+  }
+
+  /// `errno`'s text and number: `No such file or directory (errno 2)`.
+  package static func describe(_ code: Int32) -> String {
+    "\(String(cString: strerror(code))) (errno \(code))"
   }
 }
 

@@ -54,7 +54,7 @@ public enum Completion {
   /// The longest prefix all strings share, compared case-insensitively (the first string's
   /// spelling is kept).
   static func commonPrefix(_ strings: [String]) -> String {
-    guard var prefix = strings.first.map(Array.init) else { return "" }
+    guard var prefix = strings.first.map({ Array($0) }) else { return "" }
     for string in strings.dropFirst() {
       let other = Array(string)
       var length = 0

@@ -15,6 +15,11 @@ package enum TransportEvent: Sendable {
   case connected(TCPConnection)
   /// No endpoint answered.
   case connectFailed(ConnectionID, String)
+  /// The handshake authenticated the peer (PROTOCOL.md, version 2); frames follow.
+  case authenticated(ConnectionID, AuthenticatedPeer)
+  /// The handshake or the record stream failed: the connection is unusable. Close it
+  /// (with ``SecurityFailure/answer`` as ERROR first, when there is one).
+  case securityFailed(ConnectionID, SecurityFailure)
   /// Frames received, in order.
   case frames(ConnectionID, [Frame])
   /// The peer's bytes are not valid frames (frames before the error were delivered).
@@ -28,11 +33,15 @@ package enum TransportEvent: Sendable {
 /// Receives transport events; called from the event loop thread.
 package typealias TransportSink = @Sendable (TransportEvent) -> Void
 
-/// A non-blocking TCP connection driven by an ``EventLoop``.
+/// A non-blocking TCP connection driven by an ``EventLoop``, authenticated and encrypted
+/// (PROTOCOL.md, version 2: there is no plaintext mode).
 ///
-/// Any thread may queue frames; the loop thread writes them, many frames per `send(2)`, and
-/// reads and decodes what arrives. The send queue is bounded: a frame that does not fit is
-/// refused, so a peer that stops reading costs bounded memory.
+/// It starts with the handshake of ``SecureChannel``; once the peer is authenticated
+/// (``TransportEvent/authenticated(_:_:)``), frames travel in records. Any thread may queue
+/// frames; the loop thread seals what is queued into records and writes them, many frames
+/// per record and per `send(2)`, and opens and decodes what arrives. The send queue is
+/// bounded: a frame that does not fit is refused, so a peer that stops reading costs
+/// bounded memory. Frames queued before the handshake completes wait for it.
 package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// The outcome of queueing a frame.
   package enum QueueResult: Sendable, Equatable {
@@ -43,9 +52,11 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     case closed
   }
 
-  private struct Outbound {
+  struct Outbound {
+    /// Encoded frames (plaintext) not yet sealed.
     var buffer: [UInt8] = []
-    /// Bytes queued and not yet written (buffer plus what the loop is writing).
+    /// Bytes queued and not yet written: the plaintext of `buffer` plus the sealed bytes the
+    /// loop is writing.
     var queuedBytes = 0
     var flushScheduled = false
     var closing = false
@@ -59,35 +70,50 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   package let loop: EventLoop
   /// The most bytes the send queue holds before refusing frames.
   package let maximumQueuedBytes: Int
-  private let fd: Int32
-  private let sink: TransportSink
-  private let outbound = Mutex(Outbound())
+  let fd: Int32
+  let sink: TransportSink
+  let outbound = Mutex(Outbound())
 
   // Loop thread only.
-  private let decoder = FrameDecoder()
-  private var writing: [UInt8] = []
-  private var writeOffset = 0
-  private var watching: UInt32 = 0
-  private var readingPaused = false
-  private var discarding = false
-  private var isOpen = true
-  private var lastReadSize = 0
+  let decoder = FrameDecoder()
+  var channel: SecureChannel
+  /// Bytes on their way to the socket: handshake messages, then records.
+  var writing: [UInt8] = []
+  var writeOffset = 0
+  /// Queued plaintext taken from ``outbound`` to be sealed.
+  var sealing: [UInt8] = []
+  /// Where handshake bytes are read into.
+  var handshakeInput: [UInt8] = []
+  var closeRecordSent = false
+  var watching: UInt32 = 0
+  var readingPaused = false
+  var discarding = false
+  var isOpen = true
+  var lastReadSize = 0
 
-  init(id: ConnectionID, fd: Int32, remote: SocketAddress, loop: EventLoop, sink: @escaping TransportSink, maximumQueuedBytes: Int) {
+  init(
+    id: ConnectionID, fd: Int32, remote: SocketAddress, loop: EventLoop, sink: @escaping TransportSink, maximumQueuedBytes: Int,
+    security: ConnectionSecurity, role: ConnectionRole
+  ) {
     self.id = id
     self.fd = fd
     self.remote = remote
     self.loop = loop
     self.sink = sink
     self.maximumQueuedBytes = maximumQueuedBytes
+    switch role {
+    case .initiator(let expected): channel = SecureChannel(security: security, role: .initiator(expecting: expected))
+    case .responder: channel = SecureChannel(security: security, role: .responder)
+    }
     var one: Int32 = 1
     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
   }
 
-  /// Starts reading. Loop thread only.
+  /// Starts reading, and an initiator's handshake. Loop thread only.
   func activate() throws(SystemError) {
     watching = NEARBY_EPOLLIN | NEARBY_EPOLLRDHUP
     try loop.register(fd, events: watching, handler: self)
+    writeRaw(channel.start())
   }
 
   // MARK: Sending (any thread)
@@ -201,172 +227,12 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
 
   /// Whether reading is paused.
   package var isReadingPaused: Bool { readingPaused }
+}
 
-  // MARK: Loop thread
-
-  package func handle(events: UInt32) {
-    if events & NEARBY_EPOLLOUT != 0 { flush() }
-    if events & (NEARBY_EPOLLIN | NEARBY_EPOLLRDHUP | NEARBY_EPOLLHUP | NEARBY_EPOLLERR) != 0, isOpen, !readingPaused {
-      readAvailable()
-    }
-  }
-
-  private func flush() {
-    guard isOpen else { return }
-    while true {
-      if writeOffset == writing.count {
-        // Take what other threads queued, leaving them our empty buffer (and its capacity).
-        writing.removeAll(keepingCapacity: writing.capacity <= 1 << 20)
-        writeOffset = 0
-        let (more, shutdown) = outbound.withLock { state -> (Bool, Bool) in
-          if state.buffer.isEmpty {
-            state.flushScheduled = false
-            return (false, state.shutdownAfterFlush)
-          }
-          swap(&state.buffer, &writing)
-          return (true, false)
-        }
-        if !more {
-          if watching & NEARBY_EPOLLOUT != 0 {
-            watching &= ~NEARBY_EPOLLOUT
-            updateInterest()
-          }
-          if writing.capacity > 65_536 { writing = [] }
-          if shutdown {
-            outbound.withLock { $0.shutdownAfterFlush = false }
-            _ = Glibc.shutdown(fd, Int32(SHUT_WR))
-          }
-          return
-        }
-      }
-      let result = writing.withUnsafeBytes { raw -> Result<IOResult<Int>, SystemError> in
-        let pending = UnsafeRawBufferPointer(rebasing: raw[writeOffset...])
-        return Result { () throws(SystemError) in
-          try systemCall("send") { Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL)) }
-        }
-      }
-      switch result {
-      case .success(.done(let written)):
-        writeOffset += written
-        let notify = outbound.withLock { state -> Bool in
-          state.queuedBytes -= written
-          if state.wasFull && state.queuedBytes < maximumQueuedBytes / 2 {
-            state.wasFull = false
-            return true
-          }
-          return false
-        }
-        if notify { sink(.writable(id)) }
-      case .success(.wouldBlock):
-        if watching & NEARBY_EPOLLOUT == 0 {
-          watching |= NEARBY_EPOLLOUT
-          updateInterest()
-        }
-        return
-      case .failure(let error):
-        fail("\(error)")
-        return
-      }
-    }
-  }
-
-  private func readAvailable() {
-    var batch: [Frame] = []
-    var budget = 8
-    reading: while budget > 0, isOpen, !readingPaused {
-      budget -= 1
-      var result: Result<IOResult<Int>, SystemError> = .success(.wouldBlock)
-      var requested = 0
-      decoder.withWritableBytes(minimumCount: 16_384) { space -> Int in
-        requested = space.count
-        result = Result { () throws(SystemError) in
-          try systemCall("read") { Glibc.read(fd, space.baseAddress, space.count) }
-        }
-        if case .success(.done(let count)) = result { return count }
-        return 0
-      }
-      switch result {
-      case .success(.done(0)):
-        deliver(&batch)
-        endOfStream()
-        return
-      case .success(.done(let count)):
-        lastReadSize = count
-        if discarding {
-          decoder.reset()
-          continue
-        }
-        do {
-          while let frame = try decoder.next() { batch.append(frame) }
-        } catch {
-          deliver(&batch)
-          discarding = true
-          decoder.reset()
-          sink(.decodingFailed(id, error))
-          return
-        }
-        // A short read emptied the socket: the fd is level-triggered, so epoll reports what
-        // arrives next, and a second `read` that would only say EAGAIN is saved.
-        if count < requested {
-          // Light traffic: a large read buffer is not worth keeping.
-          if count < 4096 { decoder.shrinkIfEmpty() }
-          break reading
-        }
-      case .success(.wouldBlock):
-        deliver(&batch)
-        return
-      case .failure(let error):
-        deliver(&batch)
-        fail("\(error)")
-        return
-      }
-    }
-    deliver(&batch)
-  }
-
-  private func deliver(_ batch: inout [Frame]) {
-    guard !batch.isEmpty else { return }
-    let frames = batch
-    batch = []
-    sink(.frames(id, frames))
-  }
-
-  private func endOfStream() {
-    var detail = "the peer closed the connection"
-    if !discarding {
-      do {
-        try decoder.finish()
-      } catch {
-        detail = "\(error)"
-      }
-    }
-    closeNow()
-    sink(.closed(id, detail))
-  }
-
-  private func fail(_ detail: String) {
-    closeNow()
-    sink(.closed(id, detail))
-  }
-
-  private func updateInterest() {
-    guard isOpen else { return }
-    var events = watching
-    if readingPaused { events &= ~(NEARBY_EPOLLIN | NEARBY_EPOLLRDHUP) }
-    loop.reregister(fd, events: events)
-  }
-
-  private func closeNow() {
-    guard isOpen else { return }
-    isOpen = false
-    outbound.withLock { state in
-      state.closed = true
-      state.buffer = []
-      state.queuedBytes = 0
-    }
-    loop.deregister(fd)
-    Glibc.close(fd)
-    decoder.reset()
-    writing = []
-  }
+/// Which side of the handshake a connection is.
+package enum ConnectionRole: Hashable, Sendable {
+  /// We opened it; `expecting` is the peer we meant to reach (from discovery), if known.
+  case initiator(expecting: PeerID?)
+  /// We accepted it.
+  case responder
 }

@@ -1,5 +1,6 @@
 import CNearbySystem
 import NearbyCore
+import NearbyCrypto
 import NearbySystem
 
 #if canImport(Glibc)
@@ -14,6 +15,8 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   private let sink: TransportSink
   private let timeout: Duration
   private let maximumQueuedBytes: Int
+  private let security: ConnectionSecurity
+  private let expected: PeerID?
   private var remaining: [Endpoint]
   private var failures: [String] = []
   private var fd: Int32 = -1
@@ -22,21 +25,32 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   private var cancelled = false
 
   /// Starts connecting on the loop.
+  /// - Parameters:
+  ///   - security: our identity and handshake payload.
+  ///   - expected: the peer we mean to reach, when known: the handshake fails unless the
+  ///     key that answers owns this id.
   package static func connect(
     _ id: ConnectionID, to endpoints: [Endpoint], loop: EventLoop, timeout: Duration = .seconds(5), maximumQueuedBytes: Int = 4 << 20,
-    sink: @escaping TransportSink
+    security: ConnectionSecurity, expecting expected: PeerID? = nil, sink: @escaping TransportSink
   ) -> TCPConnector {
-    let connector = TCPConnector(id: id, endpoints: endpoints, loop: loop, timeout: timeout, maximumQueuedBytes: maximumQueuedBytes, sink: sink)
+    let connector = TCPConnector(
+      id: id, endpoints: endpoints, loop: loop, timeout: timeout, maximumQueuedBytes: maximumQueuedBytes, security: security, expected: expected,
+      sink: sink)
     loop.execute { connector.next() }
     return connector
   }
 
-  private init(id: ConnectionID, endpoints: [Endpoint], loop: EventLoop, timeout: Duration, maximumQueuedBytes: Int, sink: @escaping TransportSink) {
+  private init(
+    id: ConnectionID, endpoints: [Endpoint], loop: EventLoop, timeout: Duration, maximumQueuedBytes: Int, security: ConnectionSecurity,
+    expected: PeerID?, sink: @escaping TransportSink
+  ) {
     self.id = id
     self.remaining = endpoints
     self.loop = loop
     self.timeout = timeout
     self.maximumQueuedBytes = maximumQueuedBytes
+    self.security = security
+    self.expected = expected
     self.sink = sink
   }
 
@@ -119,7 +133,9 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   }
 
   private func established() {
-    let connection = TCPConnection(id: id, fd: fd, remote: current!, loop: loop, sink: sink, maximumQueuedBytes: maximumQueuedBytes)
+    let connection = TCPConnection(
+      id: id, fd: fd, remote: current!, loop: loop, sink: sink, maximumQueuedBytes: maximumQueuedBytes, security: security,
+      role: .initiator(expecting: expected))
     fd = -1
     do {
       try connection.activate()

@@ -1,5 +1,6 @@
 import CNearbySystem
 import NearbyCore
+import NearbyCrypto
 import NearbySystem
 import Synchronization
 
@@ -19,6 +20,7 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
   private let sink: TransportSink
   private let nextID: @Sendable () -> ConnectionID
   private let maximumQueuedBytes: Int
+  private let security: ConnectionSecurity
   private let isOpen = Atomic<Bool>(true)
 
   /// Binds and starts accepting.
@@ -28,7 +30,7 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
   ///   - nextID: gives each accepted connection its id.
   /// - Throws: ``SystemError`` naming the call that failed.
   package static func bind(
-    host: String? = nil, port: UInt16 = 0, loop: EventLoop, maximumQueuedBytes: Int = 4 << 20,
+    host: String? = nil, port: UInt16 = 0, loop: EventLoop, maximumQueuedBytes: Int = 4 << 20, security: ConnectionSecurity,
     nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink
   ) async throws -> TCPListener {
     let candidates: [String] = host.map { [$0] } ?? ["::", "0.0.0.0"]
@@ -39,7 +41,8 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
       }
       do {
         let (fd, bound) = try openListeningSocket(address)
-        let listener = TCPListener(fd: fd, address: bound, loop: loop, maximumQueuedBytes: maximumQueuedBytes, nextID: nextID, sink: sink)
+        let listener = TCPListener(
+          fd: fd, address: bound, loop: loop, maximumQueuedBytes: maximumQueuedBytes, security: security, nextID: nextID, sink: sink)
         try await listener.activate()
         return listener
       } catch {
@@ -78,9 +81,10 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
   }
 
   private init(
-    fd: Int32, address: SocketAddress, loop: EventLoop, maximumQueuedBytes: Int, nextID: @escaping @Sendable () -> ConnectionID,
-    sink: @escaping TransportSink
+    fd: Int32, address: SocketAddress, loop: EventLoop, maximumQueuedBytes: Int, security: ConnectionSecurity,
+    nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink
   ) {
+    self.security = security
     self.fd = fd
     self.address = address
     self.loop = loop
@@ -132,7 +136,7 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
       }
       let connection = TCPConnection(
         id: nextID(), fd: client, remote: SocketAddress(storage: storage, length: socklen_t(length)), loop: loop, sink: sink,
-        maximumQueuedBytes: maximumQueuedBytes)
+        maximumQueuedBytes: maximumQueuedBytes, security: security, role: .responder)
       do {
         try connection.activate()
         sink(.accepted(connection))

@@ -26,8 +26,7 @@ struct ChatTool: Tool {
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let name = try parsed.value(Options.name) ?? (try? DisplayName(environment.hostName)) ?? (try! DisplayName("nearby"))
     setup = SessionSetup(
-      stateDirectory: try parsed.value(
-        NearbyCommands.Common.stateDirectory, default: PeerIdentity.defaultDirectory(environment: environment.variables)),
+      stateDirectory: SessionSetup.stateDirectory(try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables),
       name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
       port: try parsed.value(NearbyCommands.Common.port, default: 0))
     acceptPolicy = try parsed.value(Options.accept, default: .ask)
@@ -71,7 +70,7 @@ struct ChatTool: Tool {
     }
     if !json && !plain && interactive {
       if let code = await TerminalChat.run(
-        session: session, connect: connect, color: color, stateDirectory: setup.stateDirectory, signals: signals)
+        session: session, connect: connect, color: color, stateDirectory: identity.directory ?? "", signals: signals)
       {
         return code
       }

@@ -19,8 +19,8 @@ struct RelayTool: Tool {
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let fallbackName = String("relay-\(environment.hostName)".utf8.prefix(63)) ?? "relay"
     setup = SessionSetup(
-      stateDirectory: try parsed.value(
-        NearbyCommands.Common.stateDirectory, default: PeerIdentity.defaultDirectory(environment: environment.variables) + "/relay"),
+      stateDirectory: SessionSetup.stateDirectory(
+        try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables, suffix: "/relay"),
       name: try parsed.value(Options.name) ?? (try? DisplayName(fallbackName)) ?? (try! DisplayName("relay")),
       service: try parsed.value(NearbyCommands.Common.service, default: .default), port: try parsed.value(NearbyCommands.Common.port, default: 0))
     level = RelayService.LogLevel(name: try parsed.value(Options.logLevel, default: "info")) ?? .info

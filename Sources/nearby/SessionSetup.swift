@@ -1,10 +1,12 @@
 import Nearby
 import NearbyCommandLine
+import NearbySystem
 
 /// What `nearby chat` and `nearby relay` share: the identity in the state directory and a
 /// session made from it.
 struct SessionSetup: Sendable {
-  let stateDirectory: String
+  /// `--state-dir`, or the default one (which fails without HOME).
+  let stateDirectory: Result<String, IdentityError>
   let name: DisplayName
   let service: ServiceType
   let port: UInt16
@@ -15,11 +17,12 @@ struct SessionSetup: Sendable {
   func makeSession(_ configure: (inout SessionConfiguration) -> Void) -> (PeerIdentity, NearbySession)? {
     let identity: PeerIdentity
     do {
-      identity = try PeerIdentity(directory: stateDirectory)
+      identity = try PeerIdentity(directory: stateDirectory.get())
     } catch {
       _ = failure("\(error) (use --state-dir DIR or NEARBY_STATE_DIR)")
       return nil
     }
+    if let notice = identity.notice { OutputWriter.standardError.line("nearby: \(notice)") }
     var configuration = SessionConfiguration(identity: identity, name: name)
     configuration.serviceType = service
     configuration.listenPort = port
@@ -30,5 +33,13 @@ struct SessionSetup: Sendable {
       _ = failure("\(error)")
       return nil
     }
+  }
+}
+
+extension SessionSetup {
+  /// The state directory `--state-dir` names, or the default one under `suffix`.
+  static func stateDirectory(_ explicit: String?, environment: [String: String], suffix: String = "") -> Result<String, IdentityError> {
+    if let explicit { return .success(explicit) }
+    return Result { () throws(IdentityError) in try PeerIdentity.defaultDirectory(environment: environment) + suffix }
   }
 }

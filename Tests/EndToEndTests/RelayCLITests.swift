@@ -154,7 +154,7 @@ struct RelayCLITests {
     let count = 200
     var peers: [Session] = []
     for index in 0...count {
-      var configuration = SessionConfiguration(peer: Peer(id: PeerID.random(), name: try DisplayName("p\(index)")))
+      var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName("p\(index)"))
       configuration.advertise = false
       configuration.browse = false
       configuration.listenHost = "127.0.0.1"

@@ -127,8 +127,10 @@ struct SessionStateMachineTests {
     // The surviving connection is the one alice (the lower id) opened.
     let connection = net.nodes[a]!.sessionConnection(b)!
     #expect(net.nodes[a]!.connectionState(connection) == .connected)
-    #expect(net.framesSent[SimulatedNetwork.Link(node: a, connection: connection)]?.first.map { if case .hello = $0 { true } else { false } } == true)
-    #expect(net.framesSent[SimulatedNetwork.Link(node: a, connection: connection)]!.contains { if case .invite = $0 { true } else { false } })
+    // Version 2 sends no HELLO frame (it is in the handshake): alice's first frame is her INVITE.
+    #expect(
+      net.framesSent[SimulatedNetwork.Link(node: a, connection: connection)]?.first.map { if case .invite = $0 { true } else { false } } == true)
+    #expect(!net.framesSent.values.joined().contains { if case .hello = $0 { true } else { false } })
     // And messages flow on it.
     net.act(b) { m, x, now in m.send([1], to: .all, timestamp: 0, now: now, into: &x) }
     net.run()

@@ -3,6 +3,10 @@ import NearbyCore
 /// Several session state machines wired together through the real codec, with a virtual
 /// clock and an explicit, deterministic delivery order. Endpoints are `Endpoint(host:
 /// "<peer id hex>", port: 1)`; the network delivers queued items first in, first out.
+///
+/// The handshake of protocol version 2 is stood in for: once a connection is up, each end
+/// is told the other is authenticated, with the other's real HELLO payload (the transport's
+/// handshake is tested on its own, with real sockets).
 struct SimulatedNetwork {
   enum Delivery {
     case accepted(PeerID, ConnectionID, remote: PeerID, remoteConnection: ConnectionID)
@@ -10,12 +14,13 @@ struct SimulatedNetwork {
     case bytes(PeerID, ConnectionID, [UInt8])
     case eof(PeerID, ConnectionID)
     case connectFailed(PeerID, ConnectionID)
+    case authenticated(PeerID, ConnectionID, AuthenticatedPeer)
 
     /// The receiving end, whose deliveries must stay in order.
     var link: Link {
       switch self {
       case .accepted(let node, let connection, _, _), .established(let node, let connection), .bytes(let node, let connection, _),
-        .eof(let node, let connection), .connectFailed(let node, let connection):
+        .eof(let node, let connection), .connectFailed(let node, let connection), .authenticated(let node, let connection, _):
         Link(node: node, connection: connection)
       }
     }
@@ -110,6 +115,9 @@ struct SimulatedNetwork {
         links[Link(node: target, connection: remote)] = Link(node: node, connection: connection)
         queue.append(.accepted(target, remote, remote: node, remoteConnection: connection))
         queue.append(.established(node, connection))
+        // The responder completes the handshake first (on message 3), the initiator on message 4.
+        queue.append(.authenticated(target, remote, credentials(of: node)))
+        queue.append(.authenticated(node, connection, credentials(of: target)))
       case .send(let connection, let frame):
         framesSent[Link(node: node, connection: connection), default: []].append(frame)
         send(FrameEncoder.encode(frame), from: Link(node: node, connection: connection))
@@ -134,6 +142,13 @@ struct SimulatedNetwork {
         settled[node, default: []].append(report)
       }
     }
+  }
+
+  /// What a handshake with `node` would prove: its id (a stand-in key) and its HELLO.
+  func credentials(of node: PeerID) -> AuthenticatedPeer {
+    var key = [UInt8](repeating: 0, count: 32)
+    withUnsafeBytes(of: node) { key.replaceSubrange(0..<$0.count, with: $0) }
+    return AuthenticatedPeer(publicKey: key, peerID: node, payload: nodes[node]!.helloPayload, verificationCode: "123456")
   }
 
   private mutating func send(_ bytes: [UInt8], from link: Link) {
@@ -177,6 +192,9 @@ struct SimulatedNetwork {
       act(node) { machine, actions, now in machine.connectionEstablished(connection, now: now, into: &actions) }
     case .connectFailed(let node, let connection):
       act(node) { machine, actions, now in machine.connectFailed(connection, detail: "Connection refused", now: now, into: &actions) }
+    case .authenticated(let node, let connection, let peer):
+      guard !closed.contains(Link(node: node, connection: connection)) else { return }
+      act(node) { machine, actions, now in machine.authenticated(connection, peer, now: now, into: &actions) }
     case .bytes(let node, let connection, let bytes):
       let link = Link(node: node, connection: connection)
       guard !closed.contains(link) else { return }

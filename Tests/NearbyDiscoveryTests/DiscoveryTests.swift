@@ -136,7 +136,7 @@ struct DiscoveryTests {
     let resolved = output.split(separator: "\n").first { $0.hasPrefix("=") }.map(String.init) ?? ""
     #expect(resolved.contains(";bob;"), "\(output)")
     #expect(resolved.contains(";6123;"))
-    for key in ["\"id=\(bob.id.hex)\"", "\"name=bob\"", "\"v=1\"", "\"room=hall\""] {
+    for key in ["\"id=\(bob.id.hex)\"", "\"name=bob\"", "\"v=2\"", "\"room=hall\""] {
       #expect(resolved.contains(key), "\(key) missing in \(resolved)")
     }
     advertiser.finish()

@@ -1,6 +1,7 @@
 import CNearbySystem
 import Nearby
 import NearbyCore
+import NearbyCrypto
 import NearbyTestSupport
 import Testing
 
@@ -12,46 +13,99 @@ struct BadInputTests {
     let name: String
     /// The ERROR code the attacker should get, or nil when none can be sent.
     let expected: ErrorCode?
-    let run: @Sendable (RawPeer) async throws -> Void
+    let run: @Sendable (SecureTestPeer) async throws -> Void
     var testDescription: String { name }
   }
 
-  static let hello = Frame.hello(Frame.Hello(peer: Peer(id: PeerID.random(), name: try! DisplayName("mallory"))))
+  static func mallory(_ peer: SecureTestPeer) -> [UInt8] { SecureTestPeer.helloPayload(peer.hello(name: "mallory")) }
+  static let invite = Frame.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: []))
 
-  static let attacks: [Attack] = [
-    Attack(name: "garbage bytes (an HTTP request)", expected: .frameTooLarge) { $0.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) },
-    Attack(name: "a length prefix over the maximum", expected: .frameTooLarge) { $0.write([0x00, 0x30, 0x00, 0x00, 0x05]) },
-    Attack(name: "a zero length", expected: .malformedFrame) { $0.write([0, 0, 0, 0]) },
-    Attack(name: "a frame before HELLO", expected: .unexpectedFrame) { $0.write(.ping(nonce: 1)) },
-    Attack(name: "an unknown frame type", expected: .unknownFrameType) { $0.write([0, 0, 0, 3, 0x42, 1, 2]) },
-    Attack(name: "a HELLO with an invalid name", expected: .invalidHello) { raw in
-      var bytes = FrameEncoder.encode(Self.hello)
-      bytes[bytes.count - 1] = 0x1B  // ESC inside the name
-      raw.write(bytes)
+  /// Before the handshake: plaintext bytes that are not a handshake.
+  static let beforeTheHandshake: [Attack] = [
+    Attack(name: "garbage bytes (an HTTP request)", expected: .frameTooLarge) { $0.writeRaw(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)) },
+    Attack(name: "a length prefix over the handshake maximum", expected: .frameTooLarge) { $0.writeRaw([0x00, 0x00, 0x20, 0x01, 0x10]) },
+    Attack(name: "a zero length", expected: .frameTooLarge) { $0.writeRaw([0, 0, 0, 0]) },
+    Attack(name: "a frame before the handshake", expected: .unexpectedFrame) { $0.writeRaw(FrameEncoder.encode(.ping(nonce: 1))) },
+    Attack(name: "an unknown frame type", expected: .unexpectedFrame) { $0.writeRaw([0, 0, 0, 3, 0x42, 1, 2]) },
+    Attack(name: "a protocol version 1 HELLO", expected: .unsupportedVersion) { peer in
+      peer.writeRaw(FrameEncoder.encode(.hello(Frame.Hello(peer: Peer(id: peer.peerID, name: try DisplayName("old"))))))
     },
     Attack(name: "a connection that sends nothing", expected: .handshakeTimeout) { _ in },
-    Attack(name: "one byte at a time, slowly", expected: .handshakeTimeout) { raw in
-      for byte in FrameEncoder.encode(Self.hello) {
-        raw.write([byte])
+    Attack(name: "a handshake one byte at a time, slowly", expected: .handshakeTimeout) { peer in
+      var random = SystemCryptoRandom()
+      var handshake = Handshake(role: .initiator(expecting: nil), identity: peer.identity, payload: Self.mallory(peer), random: &random)
+      for byte in handshake.start().send {
+        peer.writeRaw([byte])
         try await Task.sleep(for: .milliseconds(40))
       }
     },
-    Attack(name: "a flood of invitations on one connection", expected: .unexpectedFrame) { raw in
-      raw.write(Self.hello)
-      for id in 0..<50 { raw.write(.invite(Frame.Invite(invitationID: UInt64(id), timeoutMilliseconds: 30_000, context: []))) }
-    },
-    Attack(name: "a truncated frame, then close", expected: nil) { raw in
-      raw.write(Array(FrameEncoder.encode(Self.hello).prefix(10)))
-      raw.shutdownWrite()
-    },
-    Attack(name: "a spoofed sender after connecting", expected: .malformedFrame) { raw in
-      raw.write(Self.hello)
-      raw.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
-      raw.write(.message(Frame.Message(id: 1, sender: PeerID.random(), timestamp: 0, recipients: [], body: [1])))
+    Attack(name: "a truncated handshake, then close", expected: nil) { peer in
+      var random = SystemCryptoRandom()
+      var handshake = Handshake(role: .initiator(expecting: nil), identity: peer.identity, payload: Self.mallory(peer), random: &random)
+      peer.writeRaw(Array(handshake.start().send.prefix(10)))
+      peer.shutdownWrite()
     },
   ]
 
-  @Test("only the offending connection is closed", arguments: attacks)
+  /// After a valid handshake: what a peer that holds a key can still try.
+  static let afterTheHandshake: [Attack] = [
+    Attack(name: "a HELLO with an invalid name", expected: .invalidHello) { peer in
+      var payload = Self.mallory(peer)
+      payload[payload.count - 1] = 0x1B  // ESC inside the name
+      try await peer.handshakeInBackground(payload: payload)
+    },
+    Attack(name: "a HELLO claiming another peer's id", expected: .wrongPeer) { peer in
+      let claimed = Frame.Hello(minVersion: 2, maxVersion: 2, peer: Peer(id: PeerID.random(), name: try DisplayName("bob")))
+      try await peer.handshakeInBackground(payload: SecureTestPeer.helloPayload(claimed))
+    },
+    Attack(name: "no HELLO in the handshake", expected: .invalidHello) { peer in
+      try await peer.handshakeInBackground(payload: [])
+    },
+    Attack(name: "a second HELLO in the records (renaming)", expected: .unexpectedFrame) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      peer.write(.hello(peer.hello(name: "bob")))
+    },
+    Attack(name: "a flood of invitations on one connection", expected: .unexpectedFrame) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      for id in 0..<50 { peer.write(.invite(Frame.Invite(invitationID: UInt64(id), timeoutMilliseconds: 30_000, context: []))) }
+    },
+    Attack(name: "a spoofed sender after connecting", expected: .malformedFrame) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      peer.write(Self.invite, .message(Frame.Message(id: 1, sender: PeerID.random(), timestamp: 0, recipients: [], body: [1])))
+    },
+    Attack(name: "an unknown frame type inside a record", expected: .unknownFrameType) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      peer.writeSealed([0, 0, 0, 3, 0x42, 1, 2])
+    },
+    Attack(name: "a tampered record", expected: .decryptFailed) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      var record = peer.sealedRecord(FrameEncoder.encode(Self.invite))
+      record[8] ^= 0x01
+      peer.writeRaw(record)
+    },
+    Attack(name: "a replayed record", expected: .decryptFailed) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      let record = peer.sealedRecord(FrameEncoder.encode(.ping(nonce: 1)))
+      peer.writeRaw(record + record)
+    },
+    Attack(name: "two records swapped", expected: .decryptFailed) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      let first = peer.sealedRecord(FrameEncoder.encode(.ping(nonce: 1)))
+      let second = peer.sealedRecord(FrameEncoder.encode(.ping(nonce: 2)))
+      peer.writeRaw(second + first)
+    },
+    Attack(name: "a record over the maximum length", expected: .frameTooLarge) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      peer.writeRaw([0x00, 0x01, 0x00, 0x12, 0x11])
+    },
+    Attack(name: "a record cut off, then close", expected: nil) { peer in
+      try await peer.handshakeInBackground(payload: Self.mallory(peer))
+      peer.writeRaw(Array(peer.sealedRecord(FrameEncoder.encode(Self.invite)).prefix(12)))
+      peer.shutdownWrite()
+    },
+  ]
+
+  @Test("only the offending connection is closed", arguments: beforeTheHandshake + afterTheHandshake)
   func attack(_ attack: Attack) async throws {
     var timeouts = ConnectionTimeouts()
     timeouts.handshake = .milliseconds(400)
@@ -59,14 +113,21 @@ struct BadInputTests {
     let bob = try await RunningSession.start("bob")
     try await connect(bob, alice)
 
-    let raw = try RawPeer(port: alice.port)
-    try await attack.run(raw)
-    let (frames, closed) = await raw.readUntilClosed()
-    #expect(closed, "the connection was not closed")
-    if let expected = attack.expected {
-      let codes = frames.compactMap { if case .error(let code, _) = $0 { code } else { nil } }
-      #expect(codes == [expected], "frames: \(frames)")
+    let mallory = try SecureTestPeer(port: alice.port)
+    do {
+      try await attack.run(mallory)
+    } catch let error as SecureTestPeerError {
+      // A handshake that alice refused: what she said is read below.
+      _ = error
     }
+    let received = await mallory.readInBackground()
+    #expect(received.closed, "the connection was not closed")
+    if let expected = attack.expected {
+      let codes = received.frames.compactMap { if case .error(let code, _) = $0 { code } else { nil } }
+      #expect(codes == [expected], "frames: \(received.frames), error: \(received.error ?? "-")")
+    }
+    // Nothing from the attacker reached the application.
+    #expect(!alice.events.all.contains { if case .message = $0 { true } else { false } })
 
     // Bob's session with alice is unaffected.
     let id = try await bob.session.send(Array("still here".utf8), to: .peers([alice.peer.id]))
@@ -85,10 +146,11 @@ struct BadInputTests {
     try await connect(bob, alice)
     let before = nearby_resident_bytes()
 
-    var flood: [RawPeer] = []
-    for _ in 0..<300 { flood.append(try RawPeer(port: alice.port)) }
-    // The connections beyond the limit are refused at once with ERROR busy.
-    let last = await flood[299].readUntilClosed()
+    var flood: [SecureTestPeer] = []
+    for _ in 0..<300 { flood.append(try SecureTestPeer(port: alice.port)) }
+    // The connections beyond the limit are refused at once with ERROR busy (in plaintext:
+    // the handshake has not begun).
+    let last = await flood[299].readInBackground()
     #expect(last.closed)
     #expect(last.frames.contains { if case .error(.busy, _) = $0 { true } else { false } })
 

@@ -18,12 +18,22 @@ struct RelaySessionTests {
     try await connect(bob, relay)
 
     // A peer that joins and then never reads again.
-    let slowPeer = Peer(id: PeerID.random(), name: try DisplayName("slow"))
-    let slow = try RawPeer(port: relay.port, receiveBuffer: 4096)
-    slow.write(.hello(Frame.Hello(peer: slowPeer)))
+    let slow = try SecureTestPeer(port: relay.port, receiveBuffer: 4096)
+    try await slow.handshakeInBackground(payload: SecureTestPeer.helloPayload(slow.hello(name: "slow")))
     slow.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
+    let slowPeer = Peer(id: slow.peerID, name: try DisplayName("slow"))
     _ = try await alice.expect("slow reachable") { if case .reachable(let peer, _) = $0, peer.id == slowPeer.id { true } else { nil } }
     _ = try await alice.expect("bob reachable") { if case .reachable(let peer, _) = $0, peer.id == bob.peer.id { true } else { nil } }
+    // Alive (it pings, so the relay does not time it out) but it never reads.
+    let keepAlive = Task {
+      var nonce: UInt64 = 1
+      while !Task.isCancelled {
+        slow.write(.ping(nonce: nonce))
+        nonce += 1
+        try? await Task.sleep(for: .milliseconds(500))
+      }
+    }
+    defer { keepAlive.cancel() }
 
     // A steady stream (about 16 MB/s): bob keeps up; the slow peer's buffers fill up.
     let body = [UInt8](repeating: 0x61, count: 16_000)

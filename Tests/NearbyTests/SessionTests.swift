@@ -99,7 +99,7 @@ struct SessionTests {
     fast.pingInterval = .milliseconds(200)
     fast.deadPeer = .milliseconds(800)
     let alice = try await RunningSession.start("alice") { $0.timeouts = fast }
-    let silent = try SilentPeer(connectingTo: alice.port)
+    let silent = try await SilentPeer.connect(to: alice.port)
     _ = try await alice.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
     let started = ContinuousClock.now
     let reason = try await alice.expect("disconnected", within: .seconds(5)) { if case .disconnected(_, let r) = $0 { r } else { nil } }

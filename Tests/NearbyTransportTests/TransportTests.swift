@@ -1,4 +1,6 @@
 import NearbyCore
+import NearbyCrypto
+import NearbyTestSupport
 import NearbyTransport
 import Synchronization
 import Testing
@@ -15,8 +17,9 @@ struct TransportTests {
     let loop = try EventLoop()
     let server = EventCollector()
     let client = EventCollector()
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
-    _ = TCPConnector.connect(ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: client.sink)
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    _ = TCPConnector.connect(
+      ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, security: .ephemeral(), sink: client.sink)
     let outbound = try await client.next { if case .connected(let c) = $0 { c } else { nil } }
     let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
     await withCheckedContinuation { done in
@@ -51,8 +54,9 @@ struct TransportTests {
     let loop = try EventLoop()
     let server = EventCollector()
     let client = EventCollector()
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
-    _ = TCPConnector.connect(ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: client.sink)
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    _ = TCPConnector.connect(
+      ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, security: .ephemeral(), sink: client.sink)
     let outbound = try await client.next { if case .connected(let c) = $0 { c } else { nil } }
     let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
     #expect(outbound.remote.port == listener.port)
@@ -85,19 +89,20 @@ struct TransportTests {
     let loop = try EventLoop()
     let collector = EventCollector()
     // A port nobody listens on: bind one and close it.
-    let probe = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: collector.nextID, sink: collector.sink)
+    let probe = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: collector.nextID, sink: collector.sink)
     let deadPort = probe.port
     probe.close()
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: collector.nextID, sink: collector.sink)
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: collector.nextID, sink: collector.sink)
     _ = TCPConnector.connect(
       ConnectionID(1 << 40),
       to: [Endpoint(host: "not-an-address", port: 1), Endpoint(host: "127.0.0.1", port: deadPort), Endpoint(host: "127.0.0.1", port: listener.port)],
-      loop: loop, sink: collector.sink)
+      loop: loop, security: .ephemeral(), sink: collector.sink)
     let connection = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
     #expect(connection.remote.port == listener.port)
     connection.close(.now)
 
-    _ = TCPConnector.connect(ConnectionID(2 << 40), to: [Endpoint(host: "127.0.0.1", port: deadPort)], loop: loop, sink: collector.sink)
+    _ = TCPConnector.connect(
+      ConnectionID(2 << 40), to: [Endpoint(host: "127.0.0.1", port: deadPort)], loop: loop, security: .ephemeral(), sink: collector.sink)
     let failure = try await collector.next { if case .connectFailed(_, let detail) = $0 { detail } else { nil } }
     #expect(failure.contains("Connection refused"))
     #expect(failure.contains("127.0.0.1:\(deadPort)"))
@@ -108,9 +113,12 @@ struct TransportTests {
   @Test func aPeerThatDoesNotReadFillsTheBoundedQueue() async throws {
     let loop = try EventLoop()
     let server = EventCollector()
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, maximumQueuedBytes: 256 * 1024, nextID: server.nextID, sink: server.sink)
-    let raw = try RawClient(port: listener.port)  // never reads
+    let listener = try await TCPListener.bind(
+      host: "127.0.0.1", loop: loop, maximumQueuedBytes: 256 * 1024, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    let peer = try SecureTestPeer(port: listener.port)  // authenticates, then never reads
+    try await peer.handshakeInBackground(payload: [])
     let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    _ = try await server.next { if case .authenticated = $0 { true } else { nil } }
     let body = [UInt8](repeating: 0x42, count: 60_000)
     var results: [TCPConnection.QueueResult] = []
     for index in 0..<400 {
@@ -120,55 +128,88 @@ struct TransportTests {
     }
     // The socket buffers fill, then the queue, then the sender is told.
     #expect(results.last == .full)
+    #expect(results.count > 5, "the socket took some before the queue filled")
     #expect(inbound.queuedBytes <= 256 * 1024 + 60_100)
     inbound.close(.now)
     #expect(inbound.send(.ping(nonce: 1)) == .closed)
-    _ = raw
     listener.close()
     await loop.shutdown()
   }
 
-  @Test func garbageIsReportedAsADecodingError() async throws {
+  /// Bytes that are not a handshake (an HTTP request) fail the handshake from the length
+  /// prefix alone, with a plaintext ERROR; nothing is decoded as frames.
+  @Test func garbageFailsTheHandshakeWithAPlaintextError() async throws {
     let loop = try EventLoop()
     let server = EventCollector()
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
     let raw = try RawClient(port: listener.port)
     raw.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
-    _ = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
-    let error = try await server.next { if case .decodingFailed(_, let e) = $0 { e } else { nil } }
-    #expect(error.name == "frameTooLarge")
+    let connection = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    let failure = try await server.next { if case .securityFailed(_, let f) = $0 { f } else { nil } }
+    #expect(failure.description.contains("frameTooLarge"), "\(failure)")
+    #expect(!server.all.contains { if case .frames = $0 { true } else { false } })
+    connection.close(.shutdownAndLinger)
+    let answer = await Task.detached { frames(in: raw.readAll()) }.value
+    #expect(answer.first.map { if case .error(.frameTooLarge, _) = $0 { true } else { false } } == true, "\(answer)")
     listener.close()
     await loop.shutdown()
   }
 
+  /// A record stream cut in the middle of a record is reported truncated; what came in whole
+  /// records before is delivered.
+  @Test func endOfStreamInsideARecordIsReportedTruncated() async throws {
+    let loop = try EventLoop()
+    let server = EventCollector()
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    let peer = try SecureTestPeer(port: listener.port)
+    try await peer.handshakeInBackground(payload: [])
+    peer.write(.ping(nonce: 7))
+    let second = peer.sealedRecord(FrameEncoder.encode(.ping(nonce: 8)))
+    peer.writeRaw(Array(second.prefix(10)))
+    peer.shutdownWrite()
+    let detail = try await server.next { if case .closed(_, let detail) = $0 { detail } else { nil } }
+    #expect(detail.contains("without a CLOSE record"), "\(detail)")
+    let delivered = server.all.flatMap { event -> [Frame] in if case .frames(_, let frames) = event { frames } else { [] } }
+    #expect(delivered == [.ping(nonce: 7)])
+    listener.close()
+    await loop.shutdown()
+  }
+
+  /// Whole records that end in the middle of a frame, then CLOSE: the frame decoder reports it.
   @Test func endOfStreamInsideAFrameIsReportedTruncated() async throws {
     let loop = try EventLoop()
     let server = EventCollector()
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
-    let raw = try RawClient(port: listener.port)
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    let peer = try SecureTestPeer(port: listener.port)
+    try await peer.handshakeInBackground(payload: [])
     let ping = FrameEncoder.encode(.ping(nonce: 7))
-    raw.write(ping + ping.prefix(6))
-    raw.shutdownWrite()
+    peer.writeSealed(ping + ping.prefix(6))
+    peer.finish()
     let detail = try await server.next { if case .closed(_, let detail) = $0 { detail } else { nil } }
-    #expect(detail.contains("middle of a frame"))
+    #expect(detail.contains("middle of a frame"), "\(detail)")
     listener.close()
     await loop.shutdown()
   }
 
-  @Test func shutdownAndLingerDeliversEverythingThenEOF() async throws {
+  @Test func shutdownAndLingerDeliversEverythingThenCloseAndEOF() async throws {
     let loop = try EventLoop()
     let server = EventCollector()
-    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: server.nextID, sink: server.sink)
-    let raw = try RawClient(port: listener.port)
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    let peer = try SecureTestPeer(port: listener.port)
     let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    // Queued before the handshake completes: sealed and sent once it does.
     for index in 0..<1000 { _ = inbound.send(.ping(nonce: UInt64(index))) }
     _ = inbound.send(.goodbye(.shuttingDown))
     inbound.close(.shutdownAndLinger)
     #expect(inbound.send(.ping(nonce: 1)) == .closed)
-    let received = await Task.detached { frames(in: raw.readAll()) }.value
-    #expect(received.count == 1001)
-    #expect(received.last == .goodbye(.shuttingDown))
-    raw.shutdownWrite()
+    try await peer.handshakeInBackground(payload: [])
+    let received = await peer.readInBackground()
+    #expect(received.frames.count == 1001)
+    #expect(received.frames.last == .goodbye(.shuttingDown))
+    #expect(received.closeRecord, "the last record is CLOSE")
+    #expect(received.closed)
+    #expect(received.error == nil)
+    peer.shutdownWrite()
     let detail = try await server.next { if case .closed(_, let detail) = $0 { detail } else { nil } }
     #expect(detail.contains("closed"))
     listener.close()
@@ -184,8 +225,9 @@ struct TransportTests {
       let threadsBefore = threadCount(named: "nearby-io")
       let loop = try EventLoop()
       let collector = EventCollector()
-      let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, nextID: collector.nextID, sink: collector.sink)
-      _ = TCPConnector.connect(ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, sink: collector.sink)
+      let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: collector.nextID, sink: collector.sink)
+      _ = TCPConnector.connect(
+        ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, security: .ephemeral(), sink: collector.sink)
       let outbound = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
       let inbound = try await collector.next { if case .accepted(let c) = $0 { c } else { nil } }
       guard threadCount(named: "nearby-io") == threadsBefore + 1, openFileDescriptors() >= fdsBefore + 5 else { exit(2) }

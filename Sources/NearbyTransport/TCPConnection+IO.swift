@@ -1,0 +1,313 @@
+import CNearbySystem
+import NearbyCore
+import NearbyCrypto
+import NearbySystem
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The loop thread's side of a connection: writing (handshake bytes, then sealed records),
+/// reading (handshake messages, then records opened into the frame decoder), and closing.
+extension TCPConnection {
+  package func handle(events: UInt32) {
+    if events & NEARBY_EPOLLOUT != 0 { flush() }
+    if events & (NEARBY_EPOLLIN | NEARBY_EPOLLRDHUP | NEARBY_EPOLLHUP | NEARBY_EPOLLERR) != 0, isOpen, !readingPaused {
+      readAvailable()
+    }
+  }
+
+  // MARK: Writing
+
+  /// Queues bytes that go to the socket as they are (handshake messages, or the ERROR that
+  /// answers a failed handshake) ahead of anything queued later, and writes them.
+  func writeRaw(_ bytes: [UInt8]) {
+    guard !bytes.isEmpty, isOpen else { return }
+    outbound.withLock { $0.queuedBytes += bytes.count }
+    writing.append(contentsOf: bytes)
+    flush()
+  }
+
+  func flush() {
+    guard isOpen else { return }
+    while true {
+      if writeOffset == writing.count {
+        writing.removeAll(keepingCapacity: writing.capacity <= 1 << 20)
+        writeOffset = 0
+        if !takeQueued() {
+          if watching & NEARBY_EPOLLOUT != 0 {
+            watching &= ~NEARBY_EPOLLOUT
+            updateInterest()
+          }
+          if writing.capacity > 65_536 { writing = [] }
+          return
+        }
+      }
+      let result = writing.withUnsafeBytes { raw -> Result<IOResult<Int>, SystemError> in
+        let pending = UnsafeRawBufferPointer(rebasing: raw[writeOffset...])
+        return Result { () throws(SystemError) in
+          try systemCall("send") { Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL)) }
+        }
+      }
+      switch result {
+      case .success(.done(let written)):
+        writeOffset += written
+        let notify = outbound.withLock { state -> Bool in
+          state.queuedBytes -= written
+          if state.wasFull && state.queuedBytes < maximumQueuedBytes / 2 {
+            state.wasFull = false
+            return true
+          }
+          return false
+        }
+        if notify { sink(.writable(id)) }
+      case .success(.wouldBlock):
+        if watching & NEARBY_EPOLLOUT == 0 {
+          watching |= NEARBY_EPOLLOUT
+          updateInterest()
+        }
+        return
+      case .failure(let error):
+        fail("\(error)")
+        return
+      }
+    }
+  }
+
+  /// Moves what other threads queued into ``writing``: sealed into records (as much as is
+  /// queued in one go, up to 64 KiB per record) once the handshake is done, then the CLOSE
+  /// record and the shutdown of the write side when the connection is closing.
+  /// - Returns: whether there is something to write.
+  ///
+  /// Nothing queued is ever written in plaintext: before the handshake completes, frames
+  /// wait for it (it flushes when it does), and so does a shutdown, unless the handshake
+  /// failed. (The one plaintext frame of that phase, ERROR, goes through
+  /// ``sendPlaintextError(_:)``.)
+  private func takeQueued() -> Bool {
+    guard let sealer = channel.sealer else {
+      let shutdown = outbound.withLock { state -> Bool in
+        state.flushScheduled = false
+        return state.shutdownAfterFlush && channel.failed
+      }
+      if shutdown { shutDownWriting() }
+      return false
+    }
+    let (taken, shutdown) = outbound.withLock { state -> (Bool, Bool) in
+      if state.buffer.isEmpty {
+        state.flushScheduled = false
+        return (false, state.shutdownAfterFlush)
+      }
+      swap(&state.buffer, &sealing)
+      state.queuedBytes += RecordSealer.sealedCount(plaintextCount: sealing.count) - sealing.count
+      return (true, false)
+    }
+    if taken {
+      sealing.withUnsafeBytes { sealer.seal($0, into: &writing) }
+      sealing.removeAll(keepingCapacity: sealing.capacity <= 1 << 20)
+      return true
+    }
+    guard shutdown else { return false }
+    if !closeRecordSent {
+      closeRecordSent = true
+      let before = writing.count
+      sealer.close(into: &writing)
+      outbound.withLock { $0.queuedBytes += writing.count - before }
+      return true
+    }
+    shutDownWriting()
+    return false
+  }
+
+  private func shutDownWriting() {
+    outbound.withLock { $0.shutdownAfterFlush = false }
+    _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+  }
+
+  /// Whether the handshake authenticated the peer (records flow). Loop thread only.
+  package var isAuthenticated: Bool { channel.isEstablished }
+
+  /// Sends an ERROR before the handshake completed (a refusal such as `busy`, or the
+  /// handshake timeout): the only frame of that phase that travels in plaintext, since the
+  /// peer cannot read records yet. It ends the handshake. Loop thread only.
+  package func sendPlaintextError(_ frame: Frame) {
+    precondition(loop.isCurrent, "sendPlaintextError must run on the event loop")
+    guard case .error = frame, !channel.isEstablished else {
+      preconditionFailure("only an ERROR goes out in plaintext, and only before the handshake completes")
+    }
+    channel.abandon()
+    writeRaw(FrameEncoder.encode(frame))
+  }
+
+  // MARK: Reading
+
+  func readAvailable() {
+    var batch: [Frame] = []
+    var budget = 8
+    reading: while budget > 0, isOpen, !readingPaused {
+      budget -= 1
+      var result: Result<IOResult<Int>, SystemError> = .success(.wouldBlock)
+      var requested = 0
+      let read: (UnsafeMutableRawBufferPointer) -> Int = { [fd] space in
+        requested = space.count
+        result = Result { () throws(SystemError) in
+          try systemCall("read") { Glibc.read(fd, space.baseAddress, space.count) }
+        }
+        if case .success(.done(let count)) = result { return count }
+        return 0
+      }
+      if let opener = channel.opener, !discarding {
+        opener.withWritableBytes(minimumCount: 16_384, read)
+      } else {
+        if handshakeInput.count < 16_384 { handshakeInput = [UInt8](repeating: 0, count: 16_384) }
+        _ = handshakeInput.withUnsafeMutableBytes(read)
+      }
+      switch result {
+      case .success(.done(0)):
+        deliver(&batch)
+        endOfStream()
+        return
+      case .success(.done(let count)):
+        lastReadSize = count
+        if !channel.isEstablished && !channel.failed {
+          // Even while closing: what is queued goes out once the handshake completes.
+          guard receiveHandshake(handshakeInput[0..<count]) else { return }
+        } else if discarding {
+          continue
+        }
+        if discarding { continue }
+        guard openRecords(into: &batch) else { return }
+        // A short read emptied the socket: the fd is level-triggered, so epoll reports what
+        // arrives next, and a second `read` that would only say EAGAIN is saved.
+        if count < requested {
+          // Light traffic: a large read buffer is not worth keeping.
+          if count < 4096 { decoder.shrinkIfEmpty() }
+          break reading
+        }
+      case .success(.wouldBlock):
+        deliver(&batch)
+        return
+      case .failure(let error):
+        deliver(&batch)
+        fail("\(error)")
+        return
+      }
+    }
+    deliver(&batch)
+  }
+
+  /// Feeds handshake bytes. - Returns: `false` when the handshake failed (the connection
+  /// then only waits to be closed).
+  private func receiveHandshake(_ bytes: ArraySlice<UInt8>) -> Bool {
+    switch channel.receiveHandshake(bytes) {
+    case .progress(let send):
+      writeRaw(send)
+      return true
+    case .completed(let send, let peer, let remaining):
+      writeRaw(send)
+      sink(.authenticated(id, peer))
+      channel.opener?.append(remaining)
+      // Frames queued while the handshake ran go out now, sealed.
+      flush()
+      return isOpen
+    case .failed(let send, let failure):
+      writeRaw(send)
+      discarding = true
+      sink(.securityFailed(id, failure))
+      return false
+    }
+  }
+
+  /// Opens every complete record into the frame decoder and decodes its frames.
+  /// - Returns: `false` after an error (reported; the connection is to be closed).
+  private func openRecords(into batch: inout [Frame]) -> Bool {
+    guard let opener = channel.opener else { return true }
+    do throws(RecordError) {
+      while try opener.openNext({ plaintext in
+        decoder.withWritableBytes(minimumCount: plaintext.count) { space in
+          space.copyMemory(from: plaintext)
+          return plaintext.count
+        }
+      }) {}
+    } catch {
+      // Frames complete before the bad record are good: they were authenticated.
+      guard decodeFrames(into: &batch) else { return false }
+      deliver(&batch)
+      discarding = true
+      sink(.securityFailed(id, SecureChannel.failure(error)))
+      return false
+    }
+    return decodeFrames(into: &batch)
+  }
+
+  private func decodeFrames(into batch: inout [Frame]) -> Bool {
+    do {
+      while let frame = try decoder.next() { batch.append(frame) }
+      return true
+    } catch {
+      deliver(&batch)
+      discarding = true
+      decoder.reset()
+      sink(.decodingFailed(id, error))
+      return false
+    }
+  }
+
+  func deliver(_ batch: inout [Frame]) {
+    guard !batch.isEmpty else { return }
+    let frames = batch
+    batch = []
+    sink(.frames(id, frames))
+  }
+
+  private func endOfStream() {
+    var detail = "the peer closed the connection"
+    if !discarding {
+      if let opener = channel.opener {
+        do throws(RecordError) {
+          try opener.finish()
+        } catch {
+          detail = "\(error)"
+        }
+        if opener.isClosed {
+          do throws(FrameDecodingError) {
+            try decoder.finish()
+          } catch {
+            detail = "\(error)"
+          }
+        }
+      } else if let failure = channel.connectionClosed() {
+        detail = failure.description
+      }
+    }
+    closeNow()
+    sink(.closed(id, detail))
+  }
+
+  func fail(_ detail: String) {
+    closeNow()
+    sink(.closed(id, detail))
+  }
+
+  func updateInterest() {
+    guard isOpen else { return }
+    var events = watching
+    if readingPaused { events &= ~(NEARBY_EPOLLIN | NEARBY_EPOLLRDHUP) }
+    loop.reregister(fd, events: events)
+  }
+
+  func closeNow() {
+    guard isOpen else { return }
+    isOpen = false
+    outbound.withLock { state in
+      state.closed = true
+      state.buffer = []
+      state.queuedBytes = 0
+    }
+    loop.deregister(fd)
+    Glibc.close(fd)
+    decoder.reset()
+    writing = []
+    sealing = []
+  }
+}
