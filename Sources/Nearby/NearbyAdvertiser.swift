@@ -24,6 +24,8 @@ public final class NearbyAdvertiser: Sendable {
   /// - Parameters:
   ///   - peer: who to announce: id, name and the discovery info to publish.
   ///   - port: the TCP port it listens on.
+  ///   - serviceType: the DNS-SD service type to register under.
+  ///   - isRelay: whether to announce a relay (TXT `relay=1`).
   /// - Throws: ``DiscoveryInfoError`` when the TXT record would be too large.
   public init(peer: Peer, port: UInt16, serviceType: ServiceType = .default, isRelay: Bool = false) throws(DiscoveryInfoError) {
     _ = try PeerAdvertisement(peer: peer, isRelay: isRelay, info: peer.info).txtRecord()

@@ -14,8 +14,8 @@ extension NearbySession {
   /// It returns once the message is queued for every recipient it can reach. When a
   /// recipient's queue is full (it reads more slowly than we send), it **suspends** until
   /// there is room, so a fast sender goes at the pace of its slowest peer. Each recipient
-  /// answers: ``SessionEvent/delivered(messageID:to:)`` once its application took the
-  /// message, or an `undelivered` ``SessionEvent/error(_:)``; ``delivery(of:)`` waits for
+  /// answers: `SessionEvent.delivered(messageID:to:)` once its application took the
+  /// message, or an `undelivered` `SessionEvent.error(_:)`; ``delivery(of:)`` waits for
   /// all the answers. A named recipient that cannot be reached is reported undelivered
   /// while the others still get the message.
   ///

@@ -12,6 +12,7 @@ import Synchronization
 /// try await withThrowingTaskGroup(of: Void.self) { group in
 ///   group.addTask { try await session.run() }
 ///   for await event in session.events { ... }
+///   try await group.waitForAll()  // rethrows what run() threw
 /// }
 /// ```
 ///
@@ -220,8 +221,9 @@ public actor NearbySession {
   // MARK: Invitations
 
   /// Invites a peer found through DNS-SD (or one the session knows from a relay).
-  /// Problems (an unknown peer, one already connected) come as ``SessionEvent/error(_:)``.
+  /// Problems (an unknown peer, one already connected) come as `SessionEvent.error(_:)`.
   /// - Parameters:
+  ///   - peer: the peer's id, from a `SessionEvent.found(_:)` event or ``discoveredPeers``.
   ///   - context: shown to the invitee (at most 65 535 bytes).
   ///   - timeout: how long the invitee has to answer (default ``SessionConfiguration/invitationTimeout``).
   public func invite(_ peer: PeerID, context: [UInt8] = [], timeout: Duration? = nil) {

@@ -5,14 +5,14 @@ public struct SessionConfiguration: Sendable {
   /// Who we are: the id (from ``identity``) and the display name people see.
   public internal(set) var peer: Peer
   public var serviceType: ServiceType = .default
-  /// Published in the TXT record; peers see it as ``Peer/info``.
+  /// Published in the TXT record; peers see it as `Peer.info`.
   public var discoveryInfo = DiscoveryInfo()
   public var acceptPolicy: AcceptPolicy = .ask
   /// Peers whose invitations are always accepted.
   public var allowList: Set<PeerID> = []
   /// Publish our advertisement through DNS-SD.
   public var advertise = true
-  /// Browse for peers through DNS-SD (``SessionEvent/found(_:)`` and friends).
+  /// Browse for peers through DNS-SD (`SessionEvent.found(_:)` and friends).
   public var browse = true
   /// Report our own advertisement as a peer (for diagnostics).
   public var includeOwnAdvertisement = false

@@ -8,7 +8,7 @@ import NearbyCore
 /// anybody subscribed, so a consumer started right after ``NearbySession/run()`` misses
 /// nothing. The sequence ends when the session has stopped.
 ///
-/// A received message counts as delivered — its sender gets ``SessionEvent/delivered(messageID:to:)`` —
+/// A received message counts as delivered — its sender gets `SessionEvent.delivered(messageID:to:)` —
 /// once every subscriber has taken it from the sequence. A consumer that falls behind slows
 /// the peers that send to it (the session stops reading their connections) instead of
 /// making the process grow; one that stops iterating without ending its loop holds them up,

@@ -1,0 +1,84 @@
+import Nearby
+
+extension BenchRunner {
+  func latency() async throws -> [BenchmarkResult] {
+    let rounds = quick ? 1000 : 10_000
+    let blocks = 5
+    progress(
+      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor, with busy polling, events in an ordinary task, raw TCP), in \(blocks) interleaved blocks"
+    )
+    // Interleaved blocks, each with fresh threads and sockets: where the scheduler puts a pair
+    // of threads changes round trips several-fold on a small virtual machine, and each side
+    // should see the same mix of placements.
+    var onLoopTimes: [Duration] = []
+    var pollingTimes: [Duration] = []
+    var pooledTimes: [Duration] = []
+    var rawTimes: [Duration] = []
+    let rawFrame = frame(body: 64)
+    for _ in 0..<blocks {
+      onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
+      pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: .microseconds(200))
+      pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false)
+      rawTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+    }
+    let onLoop = Percentiles(onLoopTimes)
+    let polling = Percentiles(pollingTimes)
+    let pooled = Percentiles(pooledTimes)
+    let raw = Percentiles(rawTimes)
+    func row(_ figure: String, _ ours: Duration, _ theirs: Duration) -> BenchmarkResult {
+      BenchmarkResult(
+        name: "latency", figure: figure, unit: "µs", ours: ours.microseconds, baseline: theirs.microseconds, baselineName: "raw TCP ping-pong",
+        higherIsBetter: false)
+    }
+    return [
+      row("round trip 64 B, p50", onLoop.p50, raw.p50), row("round trip 64 B, p99", onLoop.p99, raw.p99),
+      row("round trip 64 B, max", onLoop.max, raw.max),
+      row("round trip 64 B, p50, busy polling 200 µs", polling.p50, raw.p50),
+      row("round trip 64 B, p99, busy polling 200 µs", polling.p99, raw.p99),
+      row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
+      row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
+    ]
+  }
+
+  /// Round trips through the public API: A sends, B's event loop answers each message, A
+  /// waits for the answer in its event sequence. With `onSessionExecutor`, both consume
+  /// `events` in tasks that prefer their session's executor (the recommended way: no thread
+  /// switch per event); otherwise in ordinary tasks on Swift's thread pool.
+  func roundTrips(_ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration = .zero) async throws -> [Duration] {
+    let (a, b) = try await pair(busyPoll: busyPoll)
+    let body = [UInt8](repeating: 0x62, count: 64)
+    let aID = a.peer.id
+    let bID = b.peer.id
+    let bSession = b.session
+    let aSession = a.session
+    // Subscribed before the tasks start, so that no message can pass before they listen.
+    let echoEvents = bSession.events.makeAsyncIterator()
+    let measureEvents = aSession.events.makeAsyncIterator()
+    let echo = Task(executorPreference: onSessionExecutor ? bSession.executor : nil) {
+      var events = echoEvents
+      while let event = await events.next() {
+        if case .message = event { _ = try? await bSession.send(body, to: .peer(aID)) }
+      }
+    }
+    let measure = Task(executorPreference: onSessionExecutor ? aSession.executor : nil) { () -> [Duration] in
+      var events = measureEvents
+      var times: [Duration] = []
+      times.reserveCapacity(rounds + 100)
+      let clock = ContinuousClock()
+      for _ in 0..<rounds + 100 {
+        let start = clock.now
+        _ = try? await aSession.send(body, to: .peer(bID))
+        while let event = await events.next() {
+          if case .message = event { break }
+        }
+        times.append(clock.now - start)
+      }
+      return times
+    }
+    let times = await measure.value
+    echo.cancel()
+    await a.stop()
+    await b.stop()
+    return Array(times.dropFirst(100))
+  }
+}
