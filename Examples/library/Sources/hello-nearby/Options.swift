@@ -96,7 +96,11 @@ struct Options: Sendable {
     }
     self.role = role
     self.message = message ?? "hello from \(name)"
-    self.stateDirectory = stateDirectory ?? PeerIdentity.defaultDirectory(environment: environment)
+    do {
+      self.stateDirectory = try stateDirectory ?? PeerIdentity.defaultDirectory(environment: environment)
+    } catch {
+      throw UsageError(description: "\(error) (or give --state-dir DIR)")
+    }
     self.timeout = .milliseconds(Int(seconds * 1000))
   }
 
