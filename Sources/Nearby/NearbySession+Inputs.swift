@@ -220,5 +220,6 @@ extension NearbySession {
 
   func emit(_ event: SessionEvent) {
     hub.publish(.session(event))
+    if case .connected(let peer, _) = event { metPeer(peer) }
   }
 }

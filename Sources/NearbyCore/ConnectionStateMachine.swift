@@ -149,6 +149,9 @@ package struct ConnectionStateMachine: Sendable {
     case .roster(let roster):
       guard state == .connected, remoteIsRelay else { return unexpected(frame) }
       return ConnectionTransition(event: .roster(roster))
+    case .verify:
+      guard state == .connected else { return unexpected(frame) }
+      return ConnectionTransition(event: .verificationRequested)
     }
   }
 
@@ -402,6 +405,8 @@ package enum ConnectionEvent: Hashable, Sendable {
   case undeliverable(Frame.Undeliverable)
   case roster(Frame.Roster)
   case roundTrip(Duration)
+  /// The peer's person asks to compare the verification code.
+  case verificationRequested
   /// The connection is over.
   case closed(DisconnectReason)
 }

@@ -39,7 +39,9 @@ struct ConnectionStateTableTests {
     case .pong: .pong(nonce: 5)
     case .goodbye: .goodbye(.leaving)
     case .error: .error(code: .busy, message: "busy")
-    case .roster: .roster(Frame.Roster(kind: .full, entries: [Frame.Roster.Entry(peer: Fixture.carol, hops: 1)]))
+    case .roster:
+      .roster(Frame.Roster(kind: .full, entries: [Frame.Roster.Entry(peer: Fixture.carol, hops: 1, publicKey: [UInt8](repeating: 3, count: 32))]))
+    case .verify: .verify
     case .undeliverable:
       .undeliverable(Frame.Undeliverable(origin: Fixture.aliceID, messageID: 1, recipient: Fixture.carolID, reason: .queueFull))
     }

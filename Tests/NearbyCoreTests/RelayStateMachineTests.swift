@@ -107,9 +107,11 @@ struct RelayStateMachineTests {
     _ = net.take(a)
     // Alice believes dave is behind r1 (a stale roster entry), r1 does not know him.
     let dave = Peer(id: PeerID(hex: "0000000000000000000000000000dddd")!, name: try! DisplayName("dave"))
+    let daveKey = SimulatedNetwork.key(of: dave.id)
     net.act(a) { m, x, now in
       m.received(
-        [.roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: dave, hops: 1)]))], on: m.sessionConnection(Self.r1.id)!, now: now,
+        [.roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: dave, hops: 1, publicKey: daveKey)]))],
+        on: m.sessionConnection(Self.r1.id)!, now: now,
         into: &x)
     }
     _ = net.take(a)
