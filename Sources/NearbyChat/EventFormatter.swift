@@ -77,7 +77,7 @@ public struct EventFormatter: Sendable {
     case .connected(let peer, let security):
       if security.isVerified { return "* connected to \(Self.label(peer)) (verified)" }
       return
-        "* connected to \(Self.label(peer)) — not verified: compare code \(security.groupedCode) with \(Self.sanitize(peer.name.value)) (/verify \(Self.sanitize(peer.name.value)))"
+        "* connected to \(Self.label(peer)), unverified: code \(security.groupedCode) (/verify \(Self.sanitize(peer.name.value)))"
     case .declined(let peer, let reason):
       return reason == .timeout
         ? "* \(Self.label(peer)) did not answer your invitation in time"
