@@ -144,6 +144,7 @@ public final class PeerIdentity: Sendable {
 
   /// Changes the known peers and, when `change` says it changed something, writes the file;
   /// if writing fails, the change is undone and the error thrown.
+  @discardableResult
   private func update(_ change: (inout [PeerID: KnownPeer]) -> Bool) throws(IdentityError) -> Bool {
     let result = known.withLock { peers -> (changed: Bool, before: [PeerID: KnownPeer], after: [PeerID: KnownPeer]) in
       let before = peers

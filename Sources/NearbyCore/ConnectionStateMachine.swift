@@ -332,7 +332,9 @@ package struct ConnectionStateMachine: Sendable {
   private mutating func fail(_ code: ErrorCode, _ message: String, now: Duration, reason: DisconnectReason? = nil) -> ConnectionTransition {
     enter(.closing, now: now)
     lastSent = now
-    let text = String(decoding: message.utf8.prefix(ProtocolLimits.maximumErrorMessageBytes), as: UTF8.self)
+    var text = message
+    // Whole characters only: cutting the UTF-8 inside one would grow it back past the limit.
+    while text.utf8.count > ProtocolLimits.maximumErrorMessageBytes { text.removeLast() }
     return ConnectionTransition(
       send: .error(code: code, message: text), event: .closed(reason ?? .protocolViolation("\(code): \(message)")),
       close: .shutdownAndLinger)

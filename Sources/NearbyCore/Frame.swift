@@ -43,7 +43,10 @@ extension Frame {
     package var capabilities: Capabilities
     package var peer: Peer
 
-    package init(minVersion: UInt8 = 1, maxVersion: UInt8 = 1, capabilities: Capabilities = [], peer: Peer) {
+    package init(
+      minVersion: UInt8 = UInt8(ProtocolLimits.version), maxVersion: UInt8 = UInt8(ProtocolLimits.version), capabilities: Capabilities = [],
+      peer: Peer
+    ) {
       self.minVersion = minVersion
       self.maxVersion = maxVersion
       self.capabilities = capabilities

@@ -280,7 +280,9 @@ extension SessionStateMachine {
       perform(transition, on: id, now: now, into: &actions)
       return
     }
-    if deduplicates, !seen.insert(sender: message.sender, id: message.id) {
+    // (A relay keeps direct messages out of its memory of forwarded ones: the same id may
+    // come sealed next, for the peers behind it.)
+    if deduplicates, !isRelay, !seen.insert(sender: message.sender, id: message.id) {
       relayStatistics.duplicatesDropped += 1
       return
     }

@@ -168,7 +168,10 @@ extension SessionStateMachine {
         } else if canGoFurther {
           target = peers[recipient]?.bestRoute
         }
-        guard let target, target != incoming else {
+        // A recipient that is reached back the way the message came: the previous relay
+        // delivers it (split horizon), so nothing is reported.
+        if target == incoming { continue }
+        guard let target else {
           let reason: UndeliverableReason = canGoFurther || peers[recipient]?.routes.isEmpty != false ? .unknownRecipient : .hopLimit
           if reason == .hopLimit { relayStatistics.hopLimitDrops += 1 } else { relayStatistics.unknownRecipients += 1 }
           let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: recipient, reason: reason)

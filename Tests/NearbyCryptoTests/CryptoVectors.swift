@@ -150,7 +150,8 @@ enum CryptoVectors {
     var other = HandshakeForger(ephemeralSeed: 0x55)
     let otherMessage1 = other.message1()
     responderCase("message 3 revealing another ephemeral key than message 1 committed to", [otherMessage1, message3])
-    let hello = FrameEncoder.encode(.hello(Frame.Hello(peer: Peer(id: PeerID(high: 1, low: 1), name: try! DisplayName("v1")))))
+    let hello = FrameEncoder.encode(
+      .hello(Frame.Hello(minVersion: 1, maxVersion: 1, peer: Peer(id: PeerID(high: 1, low: 1), name: try! DisplayName("v1")))))
     responderCase("a version 1 HELLO", [hello])
     responderCase("a frame announcing 8193 bytes", [[0, 0, 0x20, 0x01]])
     initiatorCase("the responder's key does not derive the expected peer id", expecting: Fixture.bob.peerID, responder: Fixture.mallory)
