@@ -268,7 +268,7 @@ extension SessionStateMachine {
   mutating func deliver(_ message: Frame.Message, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     // An envelope: written by someone else and passed on by a relay, or, at a relay, sent by
     // its origin for peers behind us. Anything else is direct.
-    let forOthers = isRelay && !message.recipients.isEmpty && message.recipients != [localPeer.id]
+    let forOthers = isRelay && !message.recipients.isEmpty && !message.recipients.contains(localPeer.id)
     guard message.sender == connection(id, { $0.peerID }) ?? nil, !forOthers else {
       deliverRelayed(message, on: id, into: &actions)
       return

@@ -190,3 +190,40 @@ struct RelayEndToEndTests {
     #expect(net.take(Fixture.bobID) == [.verification(Fixture.alice, code: "123456", askedByPeer: true)])
   }
 }
+
+@Suite("Relays route sealed messages along the roster")
+struct RelayRoutingTests {
+  /// alice — r1 — r2 — carol, with bob also on r1: a message to everyone from alice
+  /// reaches bob and carol once each, and nobody reports bob unknown (r2 reaches him only
+  /// back through r1, the way the message came).
+  @Test func aRecipientBehindThePreviousRelayIsNotReportedUnknown() {
+    var net = RelayStateMachineTests().network(twoRelays: true)
+    net.add(Fixture.bob, policy: .all)
+    net.discoverAll()
+    net.act(Fixture.bobID) { m, x, now in m.invite(RelayStateMachineTests.r1.id, context: [], now: now, into: &x) }
+    net.run()
+    for node in net.nodes.keys { _ = net.take(node) }
+    var id: MessageID = 0
+    net.act(Fixture.aliceID) { m, x, now in id = m.send([4, 2], to: .all, timestamp: 0, now: now, into: &x) }
+    net.run()
+    #expect(net.take(Fixture.bobID).filter { $0.kind == "message" }.count == 1)
+    #expect(net.take(Fixture.carolID).filter { $0.kind == "message" }.count == 1)
+    let alice = net.take(Fixture.aliceID)
+    #expect(!alice.contains { $0.kind == "error" }, "\(alice)")
+    #expect(Set(alice.compactMap { if case .delivered(id, let p) = $0 { p.id } else { nil } }) == [Fixture.bobID, Fixture.carolID])
+    #expect(net.nodes[RelayStateMachineTests.r2.id]!.relayStatistics.unknownRecipients == 0)
+  }
+
+  /// A message to the relay itself and to a peer behind it: the relay takes its direct copy,
+  /// and still forwards the sealed one (same id) to the other.
+  @Test func aMessageToARelayAndThroughItReachesBoth() {
+    var net = RelayStateMachineTests().network()
+    for node in net.nodes.keys { _ = net.take(node) }
+    net.act(Fixture.aliceID) { m, x, now in
+      _ = m.send([7], to: .peers([RelayStateMachineTests.r1.id, Fixture.carolID]), timestamp: 0, now: now, into: &x)
+    }
+    net.run()
+    #expect(net.take(RelayStateMachineTests.r1.id).filter { $0.kind == "message" }.count == 1)
+    #expect(net.take(Fixture.carolID).filter { $0.kind == "message" }.count == 1)
+  }
+}
