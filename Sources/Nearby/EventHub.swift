@@ -44,7 +44,7 @@ final class EventHub: Sendable {
   }
 
   struct Subscriber {
-    var buffer = RingBuffer<Item>()
+    var buffer = ItemQueue()
     var waiter: UnsafeContinuation<Element?, Never>?
   }
 
@@ -52,7 +52,7 @@ final class EventHub: Sendable {
     var subscribers: [UInt64: Subscriber] = [:]
     var nextSubscriber: UInt64 = 1
     /// Events published before anyone subscribed, for the first subscriber.
-    var unclaimed: RingBuffer<Item>? = RingBuffer()
+    var unclaimed: ItemQueue? = ItemQueue()
     var finished = false
     /// Claims whose events every subscriber has taken, not yet handed to the owner.
     var settled: [Claim] = []
@@ -217,4 +217,44 @@ enum HubEvent: Sendable {
   case session(SessionEvent)
   case browser(NearbyBrowser.Event)
   case advertiser(NearbyAdvertiser.Event)
+}
+
+/// A subscriber's events in arrival order: a ring of one concrete element type. (NearbyCore's
+/// generic `RingBuffer` ran unspecialized here, through type metadata at every call, and
+/// grew element by element through the generic `append(contentsOf:)`.)
+struct ItemQueue: Sendable {
+  private var storage: [EventHub.Item?] = []
+  private var head = 0
+  private(set) var count = 0
+
+  var isEmpty: Bool { count == 0 }
+
+  mutating func append(_ item: EventHub.Item) {
+    if count == storage.count { grow() }
+    var index = head + count
+    if index >= storage.count { index -= storage.count }
+    storage[index] = item
+    count += 1
+  }
+
+  mutating func popFirst() -> EventHub.Item? {
+    guard count > 0 else { return nil }
+    let item = storage[head].take()
+    head += 1
+    if head == storage.count { head = 0 }
+    count -= 1
+    if count == 0 { head = 0 }
+    return item
+  }
+
+  private mutating func grow() {
+    var grown = [EventHub.Item?](repeating: nil, count: max(16, storage.count * 2))
+    for offset in 0..<count {
+      var index = head + offset
+      if index >= storage.count { index -= storage.count }
+      grown[offset] = storage[index].take()
+    }
+    storage = grown
+    head = 0
+  }
 }

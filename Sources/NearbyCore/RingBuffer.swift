@@ -62,12 +62,9 @@ package struct RingBuffer<Element>: Sendable where Element: Sendable {
     for element in kept { append(element) }
   }
 
-  @usableFromInline mutating func grow() {
-    let capacity = max(16, storage.count * 2)
-    var grown: [Element?] = []
-    grown.reserveCapacity(capacity)
-    for index in 0..<count { grown.append(storage[(head + index) % storage.count]) }
-    grown.append(contentsOf: repeatElement(nil, count: capacity - count))
+  @inlinable mutating func grow() {
+    var grown = [Element?](repeating: nil, count: max(16, storage.count * 2))
+    for index in 0..<count { grown[index] = storage[(head + index) % storage.count] }
     storage = grown
     head = 0
   }
