@@ -189,8 +189,9 @@ extension ChatTUIEndToEndTests {
 
         // A new run with the same state directory shows the conversation as it was.
         try await Self.startAlice(tmux, directory: directory.path, service: service)
-        let restored = try await tmux.waitForScreen("the history") { rows in
+        let restored = try await tmux.waitForScreen("the history and the ready line") { rows in
           rows.contains { $0.hasSuffix("  bob: remember this, alice") } && rows.contains { $0.hasSuffix("✓ alice: and this too") }
+            && rows.contains { $0.contains("* ready: alice") }
         }
         let history = restored.firstIndex { $0.hasSuffix("  bob: remember this, alice") } ?? 0
         let ready = restored.lastIndex { $0.contains("* ready: alice") } ?? 0
