@@ -19,9 +19,11 @@ extension Conversation {
     if markerBefore == serial { rows.append(Self.rule("unread", width: layout.width, style: TextStyle(foreground: 31))) }
     let previous = serial > firstSerial ? self[serial - 1].day : layout.today
     if entry.day != previous { rows.append(Self.rule(entry.day.text, width: layout.width, style: .dim)) }
-    var line = entry.line
-    if serial == match, let term = layout.term { line = line.highlighting(term) }
-    rows += line.wrapped(width: layout.width, indent: entry.indent)
+    if serial == match, let term = layout.term {
+      rows += entry.line.highlighting(term).wrapped(width: layout.width, indent: entry.indent)
+    } else {
+      rows += wrapCache.rows(of: entry, width: layout.width)
+    }
     return rows
   }
 

@@ -40,6 +40,8 @@ public struct Conversation: Sendable {
   var match: Int?
   /// Its history file was asked for and has not come yet.
   var awaitingHistory = false
+  /// The entries' rows as wrapped for the screen.
+  let wrapCache = WrapCache()
 
   public init(id: ID, title: String, peer: Peer? = nil, capacity: Int) {
     self.id = id

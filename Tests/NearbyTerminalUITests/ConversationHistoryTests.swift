@@ -69,7 +69,7 @@ struct StateDirectoryFixture: ~Copyable {
   @Test func aPlantedSymbolicLinkIsNeverFollowed() throws {
     let state = try StateDirectoryFixture()
     let target = state.path + "/elsewhere"
-    FileManager.default.createFile(atPath: target, contents: Data("mine\n".utf8))
+    #expect(FileManager.default.createFile(atPath: target, contents: Data("mine\n".utf8)))
     try FileManager.default.createDirectory(atPath: state.path + "/logs", withIntermediateDirectories: false)
     #expect(symlink(target, state.path + "/logs/all.log") == 0)
     let logs = try ConversationLogs(stateDirectory: state.path)

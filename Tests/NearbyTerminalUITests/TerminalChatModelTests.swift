@@ -165,6 +165,17 @@ import Testing
     #expect(chat.shown.entries.count == 1)
   }
 
+  @Test func copiesOfTheModelDrawTheirOwnLines() {
+    // Wrapped rows are cached, and the cache is shared by copies: each must still draw what it has.
+    var chat = ChatScreenHarness()
+    chat.receive(.sent(id: 5, text: "hello", to: [Fixtures.bob], isPrivate: false))
+    var copy = chat.model
+    _ = copy.update(.line(.settled(DeliveryReport(messageID: 5, recipients: 1, delivered: 1, failures: []))), now: chat.now)
+    chat.receive(.settled(DeliveryReport(messageID: 5, recipients: 1, delivered: 0, failures: [])))
+    #expect(chat.log[9] == "✗ alice: hello")
+    #expect(ChatScreenHarness.untimed(copy.frame.rows[9].plain) == "✓ alice: hello")
+  }
+
   @Test func aMarkIsUpdatedWhereTheLineIsNow() {
     var chat = ChatScreenHarness()
     chat.receive(.sent(id: 5, text: "hello", to: [Fixtures.bob], isPrivate: false))
