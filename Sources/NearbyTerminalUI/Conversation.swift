@@ -85,9 +85,10 @@ public struct Conversation: Sendable {
     firstSerial -= kept.count
   }
 
-  /// The conversation is shown again: what arrived since is read now, with a marker before it.
+  /// The conversation is shown again: what arrived since is read now, with a marker before it
+  /// (none when nothing comes before it: a new conversation is all new).
   mutating func show() {
-    markerBefore = endSerial > readEnd ? max(readEnd, firstSerial) : nil
+    markerBefore = endSerial > readEnd && readEnd > firstSerial ? readEnd : nil
     unread = 0
     alert = false
   }
