@@ -27,9 +27,10 @@ extension TerminalChatModel {
       if let first = lines.first {
         effects.append(.log(first.conversation, LogRecord(time: now, kind: report.isDelivered ? .delivered : .failed, messageID: report.messageID)))
       }
-    case .event(.delivered(let id, _)):
-      // The mark changes once every recipient has answered; no line of its own.
-      if outgoing[id] == nil { add(styler.entries(for: line, now: now), to: 0) }
+    case .event(.delivered):
+      // The mark on the message changes once every recipient has answered (.settled, which
+      // may come before or after this): no line of its own.
+      return
     case .event(.error(.undelivered(let id, _, _, _))):
       let lines = outgoing[id] ?? []
       setMark(.failed, on: lines)

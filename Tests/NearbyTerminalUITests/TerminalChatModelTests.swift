@@ -161,7 +161,8 @@ import Testing
     #expect(chat.log[9] == "✓ alice: hello")
     #expect(chat.lastRow == Self.prompt + "half")
     #expect(chat.cursor == (11, 10))
-    // No line for the delivery itself.
+    // No line for the delivery itself, also when it comes after the settlement.
+    chat.receive(.event(.delivered(messageID: 5, to: Fixtures.carol)))
     #expect(chat.shown.entries.count == 1)
   }
 
