@@ -1,3 +1,4 @@
+import Foundation
 import NearbyChat
 import NearbyCore
 import Testing
@@ -178,5 +179,18 @@ import Testing
     chat.receive(Fixtures.message("b", from: Fixtures.bob, isPrivate: true))
     chat.receive(Fixtures.message("c", from: Fixtures.carol, isPrivate: true))
     #expect(chat.statusBar == "[1:all] 2:bob(1!) 3:carol(1!)…")
+  }
+}
+
+@Suite struct KeyBindingsDocumentationTests {
+  /// The README's table of keys is the one `/help keys` shows.
+  @Test func theReadmeListsEveryKey() throws {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    let readme = try String(contentsOf: url.appendingPathComponent("README.md"), encoding: .utf8)
+    for binding in KeyBindings.all {
+      let row = "| \(binding.keys.replacingOccurrences(of: "|", with: "\\|")) | \(binding.action.replacingOccurrences(of: "|", with: "\\|")) |"
+      #expect(readme.contains(row), "README.md lacks: \(row)")
+    }
   }
 }
