@@ -1,3 +1,4 @@
+import Dispatch
 import Nearby
 import NearbyChat
 import NearbySystem
@@ -26,6 +27,29 @@ public enum TerminalChat {
     }
   }
 
+  /// The files of the state directory the chat keeps, opened off the cooperative pool.
+  struct Files: Sendable {
+    var history: HistoryFile
+    /// What was typed in earlier runs.
+    var typed: [String]
+    var logs: ConversationLogs?
+    var failure: PrivateDirectory.Failure?
+
+    static func open(_ directory: String) async -> Files {
+      await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+          let history = HistoryFile(directory: directory)
+          do throws(PrivateDirectory.Failure) {
+            let logs = try ConversationLogs(stateDirectory: directory)
+            continuation.resume(returning: Files(history: history, typed: history.load(), logs: logs))
+          } catch {
+            continuation.resume(returning: Files(history: history, typed: history.load(), failure: error))
+          }
+        }
+      }
+    }
+  }
+
   /// Runs the chat until /quit, Ctrl-D or Ctrl-C on an empty line, or a signal.
   /// - Returns: the exit code, or nil when the terminal cannot be put in raw mode (the
   ///   caller then falls back to line mode).
@@ -34,22 +58,15 @@ public enum TerminalChat {
   ) async -> Int32? {
     guard let terminal = Terminal.enterRawMode() else { return nil }
     let (lines, linesContinuation) = AsyncStream.makeStream(of: String.self)
-    var historyFile: HistoryFile?
-    var logs: ConversationLogs?
-    var failure: PrivateDirectory.Failure?
-    if options.history, let stateDirectory {
-      historyFile = HistoryFile(directory: stateDirectory)
-      do throws(PrivateDirectory.Failure) {
-        logs = try ConversationLogs(stateDirectory: stateDirectory)
-      } catch {
-        failure = error
-      }
-    }
+    var files: Files?
+    if options.history, let stateDirectory { files = await Files.open(stateDirectory) }
+    let historyFile = files?.history
+    let logs = files?.logs
     let model = TerminalChatModel(
-      me: session.configuration.peer, size: terminal.size(), settings: options.settings, history: historyFile?.load() ?? [])
+      me: session.configuration.peer, size: terminal.size(), settings: options.settings, history: files?.typed ?? [])
     let controller = TerminalChatController(model: model, terminal: terminal, lines: linesContinuation, historyFile: historyFile, logs: logs)
     controller.send(.start)
-    if let failure { controller.show(.error("conversation history is off: \(failure)")) }
+    if let failure = files?.failure { controller.show(.error("conversation history is off: \(failure)")) }
     let reader = KeyReader.start(
       fd: terminal.input, onBytes: { controller.receive($0) }, onTimeout: { controller.send(.escapeTimeout) },
       onEnd: { controller.endOfInput() })
