@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Self-check of the Nearby wire protocol v1 vectors with an independent decoder.
+"""Self-check of the Nearby wire protocol version 2 frame vectors with an independent decoder.
 
 The decoder below is written from Protocol/PROTOCOL.md and shares no code with the encoder
 in generate.py. For every vector in frames.json it applies the rule the Swift tests use:
@@ -10,18 +10,23 @@ feed all bytes to an incremental decoder, then signal end of input.
 - an invalid vector's first reported error must equal its "error", both ways, and must be
   reported without any frame decoded before it.
 
-It also checks states.json and that both files are what generate.py produces now.
+It also checks states.json, that both files are what generate.py produces now, and that the
+frames taken from crypto.json agree with it: peer ids derived from their keys (with hashlib's
+BLAKE2b), the HELLO payloads of the handshakes, the signed DELIVERED and the sealed MESSAGE.
 Run: python3 Protocol/vectors/check.py   (exit status 0 when everything passes)
 """
 
+import hashlib
 import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAX_FRAME_LENGTH = 2097152
+MAX_BODY = 1245330       # the sealed maximum; a direct body over 1048576 is the session's to refuse
 NAMES = {1: "HELLO", 2: "INVITE", 3: "ACCEPT", 4: "DECLINE", 5: "MESSAGE", 6: "DELIVERED",
-         7: "PING", 8: "PONG", 9: "GOODBYE", 10: "ERROR", 11: "ROSTER", 12: "UNDELIVERABLE"}
+         7: "PING", 8: "PONG", 9: "GOODBYE", 10: "ERROR", 11: "ROSTER", 12: "UNDELIVERABLE",
+         13: "VERIFY"}
 ERRORS = {"emptyFrame", "frameTooLarge", "unknownFrameType", "malformedFrame", "invalidHello",
           "truncated"}
 
@@ -118,9 +123,10 @@ def decode_payload(type_code, payload):
             raise malformed("duplicate recipient")
         if ZERO_ID in recipients:
             raise malformed("all-zero recipient")
-        body = r.blob(4)
-        if len(body) > 1048576:
-            raise malformed("body over 1 MiB")
+        length = r.u32()
+        if length > MAX_BODY:
+            raise malformed("body over %d bytes" % MAX_BODY)
+        body = r.take(length)
         f.update(recipients=recipients, body=body.hex())
     elif name == "DELIVERED":
         f.update(origin=r.id128(), recipient=r.id128())
@@ -128,6 +134,11 @@ def decode_payload(type_code, payload):
         if not 1 <= count <= 8192:
             raise malformed("DELIVERED count out of range")
         f.update(ids=[r.u64() for _ in range(count)])   # duplicates allowed
+        rest = len(payload) - r.pos
+        if rest not in (0, 64):
+            raise malformed("%d bytes after the ids: a signature is 64" % rest)
+        if rest:
+            f.update(signature=r.take(64).hex())
     elif name in ("PING", "PONG"):
         f.update(nonce=r.u64())
     elif name == "GOODBYE":
@@ -146,8 +157,11 @@ def decode_payload(type_code, payload):
         entries = []
         for _ in range(count):
             peer, hops = r.id128(), r.u8()
+            if peer == ZERO_ID:
+                raise malformed("all-zero roster peer id")
             entries.append({"peerID": peer, "hops": hops,
-                            "name": display_name(r.blob(1), "malformedFrame")})
+                            "name": display_name(r.blob(1), "malformedFrame"),
+                            "publicKey": r.take(32).hex()})
         f.update(kind=kind, entries=entries)
     elif name == "UNDELIVERABLE":
         f.update(origin=r.id128(), messageID=r.u64(), recipient=r.id128(), reason=r.u8())
@@ -197,12 +211,49 @@ def run(data, chunk):
     return frames, None
 
 
+def owns(public_key_hex, peer_id_hex):
+    """Section 2.2: peerID = BLAKE2b-128("nearby-peer-id-v2" || publicKey)."""
+    digest = hashlib.blake2b(b"nearby-peer-id-v2" + bytes.fromhex(public_key_hex), digest_size=16)
+    return digest.hexdigest() == peer_id_hex
+
+
+def check_crypto_links(doc):
+    """The frames built from crypto.json's values agree with it, byte for byte."""
+    failures = []
+    with open(os.path.join(HERE, "crypto.json"), encoding="utf-8") as f:
+        crypto = json.load(f)
+    for person in crypto["identities"]:
+        if not owns(person["publicKey"], person["peerID"]):
+            failures.append("crypto.json: %s's key does not own its id" % person["name"])
+    keys = {p["peerID"]: p["publicKey"] for p in crypto["identities"]}
+    valid = {v["name"]: v for v in doc["valid"]}
+    for v in doc["valid"]:
+        for e in v["frame"].get("entries", []) if v["frame"]["type"] == "ROSTER" else []:
+            mismatched = v["name"] == "roster-key-not-owning-id"
+            if owns(e["publicKey"], e["peerID"]) == mismatched:
+                failures.append("%s: entry %s %s its id" % (v["name"], e["peerID"],
+                                                            "owns" if mismatched else "does not own"))
+            if not mismatched and keys.get(e["peerID"]) != e["publicKey"]:
+                failures.append("%s: entry %s does not have its crypto.json key" % (v["name"], e["peerID"]))
+    handshake = crypto["handshakes"][0]
+    links = [("hello-basic", "hex", handshake["initiatorPayload"]),
+             ("hello-bob", "hex", handshake["responderPayload"]),
+             ("delivered-signed", "hex", crypto["receipts"][0]["frame"]),
+             ("message-sealed-private", "hex", crypto["envelopes"][1]["message"])]
+    for name, field, expected in links:
+        if valid[name][field] != expected:
+            failures.append("%s differs from crypto.json" % name)
+    if valid["message-sealed-everyone"]["frame"]["body"] != crypto["envelopes"][0]["sealed"]:
+        failures.append("message-sealed-everyone: the body is not crypto.json's envelope")
+    return failures
+
+
 def main():
     failures = []
     with open(os.path.join(HERE, "frames.json"), encoding="utf-8") as f:
         doc = json.load(f)
     assert list(doc) == ["protocolVersion", "maxFrameLength", "valid", "invalid"]
-    assert doc["protocolVersion"] == 1 and doc["maxFrameLength"] == MAX_FRAME_LENGTH
+    assert doc["protocolVersion"] == 2 and doc["maxFrameLength"] == MAX_FRAME_LENGTH
 
     for v in doc["valid"]:
         data = bytes.fromhex(v["hex"])
@@ -232,6 +283,17 @@ def main():
     for state, legal in states["states"].items():
         if not set(legal) <= set(NAMES.values()) or len(set(legal)) != len(legal):
             failures.append("states.json: bad list for " + state)
+    # Section 5.2: HELLO only as the handshake's frame, VERIFY only when connected, ROSTER only
+    # from a relay.
+    where = lambda name: {s for s, legal in states["states"].items() if name in legal}
+    for name, expected in [("HELLO", {"awaitingHello"}), ("VERIFY", {"connected", "connectedToRelay"}),
+                           ("ROSTER", {"connectedToRelay"})]:
+        if where(name) != expected:
+            failures.append("states.json: %s legal in %s" % (name, sorted(where(name))))
+    if states["states"]["awaitingHello"] != ["HELLO"]:
+        failures.append("states.json: awaitingHello delivers only the handshake's HELLO")
+
+    failures += check_crypto_links(doc)
 
     # The checked-in files are exactly what generate.py writes now.
     sys.dont_write_bytecode = True   # leave no __pycache__ next to the vectors

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent check of Protocol/vectors/crypto.json against PROTOCOL-v2-crypto.md.
+"""Independent check of Protocol/vectors/crypto.json against Protocol/PROTOCOL.md (version 2).
 
 Everything is recomputed from the specification with PyNaCl (Ed25519, X25519, the AEADs,
 crypto_box) and Python's hashlib (BLAKE2b); nothing is taken from the file except the
@@ -127,6 +127,16 @@ def parse_block(block):
     if n > 4096 or len(block) != 98 + n:
         return None
     return block[:32], block[34:34 + n], block[34 + n:]
+
+
+def hello_payload_peer(payload):
+    """PROTOCOL.md 3.6 and 4.1: the payload is one HELLO frame with versions 2; its peer id."""
+    if len(payload) < 5 or int.from_bytes(payload[:4], "big") != len(payload) - 4 or payload[4] != 0x01:
+        return None
+    body = payload[5:]
+    if len(body) < 27 or body[:4] != b"NRBY" or not body[4] <= 2 <= body[5] or len(body) != 27 + body[26]:
+        return None
+    return body[10:26]
 
 
 class Handshake:
@@ -388,6 +398,10 @@ def check_handshake(vector, people):
     check(where + " code on both sides", initiator.code, responder.code)
     check(where + " responder learned", (people[vector["initiator"]].public, unhex(vector["initiatorPayload"])), responder.remote[:2])
     check(where + " initiator learned", (people[vector["responder"]].public, unhex(vector["responderPayload"])), initiator.remote[:2])
+    # Each payload is its sender's HELLO, naming the id its handshake key owns (PROTOCOL.md 3.6).
+    for role in ("initiator", "responder"):
+        check("%s %s payload is a HELLO naming the key's id" % (where, role), people[vector[role]].id,
+              hello_payload_peer(unhex(vector[role + "Payload"])))
     if initiator.cipher == "AES-256-GCM" and not aes_available():
         return
     record = seal_record(Direction(initiator.cipher, initiator.i2r), 0x11, unhex(vector["firstRecord"]["plaintext"]))
@@ -442,6 +456,7 @@ def check_record_failure(vector, records):
 
 
 def check_envelope(vector, people):
+    where = "envelope '%s'" % vector["name"]
     origin = people[vector["origin"]]
     recipients = [people[name] for name in vector["recipients"]]
     key, body = unhex(vector["contentKey"]), unhex(vector["body"])
@@ -456,8 +471,12 @@ def check_envelope(vector, people):
     signed = b"nearby-v2-envelope" + origin.id + u64(int(vector["messageID"])) + u64(int(vector["timestamp"])) \
         + u16(len(recipients)) + b"".join(p.id for p in recipients) + sealed
     sealed += sign(origin.seed, signed)
-    check("envelope ephemeralPublic", unhex(vector["ephemeralPublic"]), e_public)
-    check("envelope sealed", unhex(vector["sealed"]), sealed)
+    check(where + " ephemeralPublic", unhex(vector["ephemeralPublic"]), e_public)
+    check(where + " sealed", unhex(vector["sealed"]), sealed)
+    # The MESSAGE frame that carries it (PROTOCOL.md 4.5): the clear fields, then the envelope.
+    message = u64(int(vector["messageID"])) + origin.id + u64(int(vector["timestamp"])) + bytes([vector["hopLimit"]]) \
+        + u16(len(recipients)) + b"".join(p.id for p in recipients) + u32(len(sealed)) + sealed
+    check(where + " MESSAGE frame", unhex(vector["message"]), frame(0x05, message))
     # Each recipient opens it the way the specification says, with crypto_box_open_easy.
     for index, person in enumerate(recipients):
         _, secret = sodium.crypto_sign_seed_keypair(person.seed)
@@ -465,8 +484,11 @@ def check_envelope(vector, people):
         x_public = sodium.crypto_sign_ed25519_pk_to_curve25519(person.public)
         wrap = sealed[66 + 48 * index:114 + 48 * index]
         opened_key = sodium.crypto_box_open_easy(wrap, H(b"nearby-v2-wrap-nonce", e_public, x_public, size=24), e_public, x_secret)
-        check("envelope key for recipient %d" % index, key, opened_key)
-    check("envelope signature verifies", True, verify(origin.public, sealed[-64:], signed))
+        check("%s key for recipient %d" % (where, index), key, opened_key)
+        sealed_body = sealed[66 + 48 * len(recipients):-64]
+        check("%s body for recipient %d" % (where, index), body,
+              sodium.crypto_aead_chacha20poly1305_ietf_decrypt(sealed_body, b"", ZERO_NONCE, opened_key))
+    check(where + " signature verifies", True, verify(origin.public, sealed[-64:], signed))
 
 
 def check_receipt(vector, people):
@@ -476,6 +498,8 @@ def check_receipt(vector, people):
     signature = sign(recipient.seed, b"nearby-v2-receipt" + fields)
     check("receipt signature", unhex(vector["signature"]), signature)
     check("receipt bytes", unhex(vector["hex"]), fields + signature)
+    # As it travels (PROTOCOL.md 4.6, 9.5): a DELIVERED frame whose payload ends with the signature.
+    check("receipt DELIVERED frame", unhex(vector["frame"]), frame(0x06, fields + signature))
 
 
 def main():

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Generate the Nearby wire protocol v1 test vectors: frames.json and states.json.
+"""Generate the Nearby wire protocol version 2 test vectors: frames.json and states.json.
 
 This is an independent encoder, written from Protocol/PROTOCOL.md alone (not from the Swift
 codec), so that the specification and the Swift implementation cross-check each other. It is
 used only to produce the checked-in vector files; CI does not run it.
+
+The frames are those that travel inside records (PROTOCOL.md section 4), and HELLO as it is
+carried in a handshake payload (3.6). The identities, the receipt signature and the envelopes
+are taken from crypto.json (the cryptography vectors, recomputed by check_crypto.py), so that
+the frames here carry real keys that own their ids, a real signature and real envelopes.
 
     python3 Protocol/vectors/generate.py   # rewrites frames.json and states.json
     python3 Protocol/vectors/check.py      # independent decoder; verifies both files
@@ -16,8 +21,9 @@ import json
 import os
 import struct
 
-PROTOCOL_VERSION = 1
-MAX_FRAME_LENGTH = 2_097_152  # section 3
+PROTOCOL_VERSION = 2
+MAX_FRAME_LENGTH = 2_097_152  # section 3.15
+MAX_SEALED_BODY = 1_245_330   # section 4.5: an envelope of 1 MiB to 4 096 recipients
 MAGIC = b"NRBY"               # 4E 52 42 59, section 4.1
 U64_MAX = 2**64 - 1
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,13 +31,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TYPES = {                     # section 4
     "HELLO": 0x01, "INVITE": 0x02, "ACCEPT": 0x03, "DECLINE": 0x04, "MESSAGE": 0x05,
     "DELIVERED": 0x06, "PING": 0x07, "PONG": 0x08, "GOODBYE": 0x09, "ERROR": 0x0A,
-    "ROSTER": 0x0B, "UNDELIVERABLE": 0x0C,
+    "ROSTER": 0x0B, "UNDELIVERABLE": 0x0C, "VERIFY": 0x0D,
 }
 
-# Peer ids used throughout (section 2.2). DAVE is the smallest valid id, MAXID the largest.
-ALICE = bytes.fromhex("00112233445566778899aabbccddeeff")
-BOB = bytes.fromhex("fedcba9876543210fedcba9876543210")
-CAROL = bytes.fromhex("0123456789abcdef0123456789abcdef")
+with open(os.path.join(HERE, "crypto.json"), encoding="utf-8") as _f:
+    CRYPTO = json.load(_f)
+KEYS = {e["name"]: bytes.fromhex(e["publicKey"]) for e in CRYPTO["identities"]}
+IDS = {e["name"]: bytes.fromhex(e["peerID"]) for e in CRYPTO["identities"]}
+
+# Peer ids used throughout (section 2.2). ALICE, BOB, CAROL and MALLORY are the identities of
+# crypto.json: their ids are derived from their keys. DAVE is the smallest valid id and MAXID
+# the largest: no known key derives them, which the frame layer does not care about.
+ALICE, BOB, CAROL, MALLORY = IDS["alice"], IDS["bob"], IDS["carol"], IDS["mallory"]
+KEY = {ALICE: KEYS["alice"], BOB: KEYS["bob"], CAROL: KEYS["carol"], MALLORY: KEYS["mallory"]}
 DAVE = bytes.fromhex("00000000000000000000000000000001")
 MAXID = b"\xff" * 16
 ZERO = bytes(16)
@@ -63,7 +75,7 @@ def frame(type_code, payload):
 
 # --- payload builders (section 4); arguments may be out of range to build invalid input --
 
-def hello(name="alice", min_v=1, max_v=1, caps=0, peer=ALICE, magic=MAGIC):
+def hello(name="alice", min_v=2, max_v=2, caps=0, peer=ALICE, magic=MAGIC):
     return magic + u8(min_v) + u8(max_v) + u32(caps) + peer + str8(name)
 
 
@@ -77,9 +89,9 @@ def message(msg_id=1, sender=ALICE, ts=0, hops=8, recipients=(), body=b"", count
             + bytes32(body))
 
 
-def delivered(origin=ALICE, recipient=BOB, ids=(1,), count=None):
+def delivered(origin=ALICE, recipient=BOB, ids=(1,), count=None, signature=b""):
     count = len(ids) if count is None else count
-    return origin + recipient + u16(count) + b"".join(u64(i) for i in ids)
+    return origin + recipient + u16(count) + b"".join(u64(i) for i in ids) + signature
 
 
 def error(code=1, text=""):
@@ -87,8 +99,10 @@ def error(code=1, text=""):
 
 
 def roster(kind=0, entries=(), count=None):
+    """Entries are (peerID, hops, name) with the peer's own key, or (peerID, hops, name, key)."""
     count = len(entries) if count is None else count
-    return u8(kind) + u16(count) + b"".join(p + u8(h) + str8(n) for p, h, n in entries)
+    return u8(kind) + u16(count) + b"".join(
+        e[0] + u8(e[1]) + str8(e[2]) + (e[3] if len(e) > 3 else KEY[e[0]]) for e in entries)
 
 
 def undeliverable(origin=ALICE, msg_id=1, recipient=BOB, reason=1):
@@ -110,7 +124,7 @@ def encode_payload(f):
         return message(f["messageID"], f["sender"], f["timestamp"], f["hopLimit"],
                        f["recipients"], f["body"])
     if t == "DELIVERED":
-        return delivered(f["origin"], f["recipient"], f["ids"])
+        return delivered(f["origin"], f["recipient"], f["ids"], signature=f.get("signature", b""))
     if t in ("PING", "PONG"):
         return u64(f["nonce"])
     if t == "GOODBYE":
@@ -118,9 +132,12 @@ def encode_payload(f):
     if t == "ERROR":
         return error(f["code"], f["message"])
     if t == "ROSTER":
-        return roster(f["kind"], [(e["peerID"], e["hops"], e["name"]) for e in f["entries"]])
+        return roster(f["kind"], [(e["peerID"], e["hops"], e["name"], e["publicKey"])
+                                  for e in f["entries"]])
     if t == "UNDELIVERABLE":
         return undeliverable(f["origin"], f["messageID"], f["recipient"], f["reason"])
+    if t == "VERIFY":
+        return b""
     raise ValueError(t)
 
 
@@ -157,25 +174,41 @@ def valid(vector_name, description, /, **fields):
                   "frame": to_json(f)})
 
 
-def H(name, description, name_text, min_v=1, max_v=1, caps=0, peer=ALICE):
+def H(name, description, name_text, min_v=2, max_v=2, caps=0, peer=ALICE):
     valid(name, description, minVersion=min_v, maxVersion=max_v, capabilities=caps,
           peerID=peer, name=name_text)
 
 
+def entry(peer, hops, name, key=None):
+    """A ROSTER entry in JSON form; the key is the peer's own unless given."""
+    return {"peerID": peer, "hops": hops, "name": name, "publicKey": KEY[peer] if key is None else key}
+
+
 PATTERN_300 = bytes(i % 256 for i in range(300))
 
-H("hello-basic", "Version 1 only, no capabilities, ASCII name.", "alice")
+# HELLO is never a frame of the record stream: these are the frames each side's handshake
+# carries as its payload (PROTOCOL.md 3.6), and what a version 1 peer sends in plaintext.
+H("hello-basic", "The HELLO alice's handshake carries (the initiatorPayload of crypto.json): "
+  "versions 2-2, no capabilities, alice's id.", "alice")
+H("hello-bob", "The HELLO bob's handshake carries (the responderPayload of crypto.json).",
+  "bob", peer=BOB)
 H("hello-relay", "A relay: capability bit 1 (0x00000002) set.", "relay-1", caps=0x2, peer=BOB)
-H("hello-reserved-bits", "Every capability bit set, including encryption (bit 0) and the "
-  "reserved bits 2-31: unknown bits are ignored, not rejected, and the decoded value keeps "
-  "them as received.", "carol", caps=0xFFFFFFFF, peer=CAROL)
+H("hello-reserved-bits", "Every capability bit set, including bit 0 (reserved: it was "
+  "'encryption' in version 1) and the reserved bits 2-31: unknown bits are ignored, not "
+  "rejected, and the decoded value keeps them as received.", "carol", caps=0xFFFFFFFF,
+  peer=CAROL)
 H("hello-unknown-bits", "Only reserved bits set (0x80000004).", "dave", caps=0x80000004,
   peer=DAVE)
-H("hello-version-range-wide", "minVersion 1, maxVersion 255: valid; negotiation picks 1.",
-  "wide", max_v=255)
-H("hello-future-versions-only", "minVersion 2, maxVersion 3: a well-formed HELLO (it decodes); "
-  "a version 1 peer then finds no common version and sends ERROR unsupportedVersion, which is "
-  "a session decision, not a decoding error.", "future", min_v=2, max_v=3, peer=BOB)
+H("hello-version-range-wide", "minVersion 1, maxVersion 255: valid; the range contains 2.",
+  "wide", min_v=1, max_v=255)
+H("hello-version-1", "A version 1 peer's HELLO (versions 1-1): a well-formed frame. Received "
+  "in plaintext during the handshake it means the peer speaks version 1 (ERROR "
+  "unsupportedVersion telling it to upgrade, PROTOCOL.md 3.3); as a handshake payload its "
+  "range lacks 2 (ERROR unsupportedVersion). Both are session decisions, not decoding "
+  "errors.", "old", min_v=1, max_v=1, peer=CAROL)
+H("hello-future-versions-only", "minVersion 3, maxVersion 4: a well-formed HELLO (it decodes); "
+  "as a handshake payload its range lacks 2, so the receiver sends ERROR unsupportedVersion, "
+  "which is a session decision, not a decoding error.", "future", min_v=3, max_v=4, peer=BOB)
 H("hello-name-1-byte", "Shortest name (1 byte) and the largest peer id.", "Z", peer=MAXID)
 H("hello-name-63-ascii", "Longest name: 63 ASCII bytes; smallest valid peer id.", "n" * 63,
   peer=DAVE)
@@ -196,6 +229,9 @@ valid("invite-max-timeout", "invitationID 2^64-1, maximum timeout 600000 ms, 300
       invitationID=U64_MAX, timeoutMs=600_000, context=PATTERN_300)
 valid("invite-json-context", "Context holding application JSON (opaque to the protocol).",
       invitationID=0x0123456789ABCDEF, timeoutMs=5_000, context=b'{"room":"lobby"}')
+valid("invite-binary-context", "The context is opaque: bytes that are not UTF-8 are fine "
+      "(Nearby's chat shows them with U+FFFD).", invitationID=2, timeoutMs=30_000,
+      context=bytes.fromhex("ff00c0af"))
 
 valid("accept-zero", "invitationID 0.", invitationID=0)
 valid("accept-one", "invitationID 1.", invitationID=1)
@@ -212,14 +248,14 @@ valid("decline-unknown-reason-0", "Reason 0 is not defined: valid, the receiver 
 valid("decline-unknown-reason-255", "Reason 255 is not defined: valid, number kept.",
       invitationID=0, reason=255)
 
-valid("message-broadcast", "No recipients (for every peer of the session), short text body.",
-      messageID=1, sender=ALICE, timestamp=1_700_000_000_000, hopLimit=8, recipients=[],
-      body=b"hello")
-valid("message-private-1", "One recipient, UTF-8 text body.",
+valid("message-broadcast", "Direct (the sender is the connection's peer), no recipients: for "
+      "everyone, short text body.", messageID=1, sender=ALICE, timestamp=1_700_000_000_000,
+      hopLimit=8, recipients=[], body=b"hello")
+valid("message-private-1", "Direct, one recipient, UTF-8 text body.",
       messageID=0x0123456789ABCDEF, sender=ALICE, timestamp=1_700_000_000_123, hopLimit=8,
       recipients=[BOB], body="Grüße 👋".encode("utf-8"))
-valid("message-private-3", "Three distinct recipients, including the smallest and largest "
-      "valid ids.", messageID=2, sender=BOB, timestamp=1_700_000_001_000, hopLimit=8,
+valid("message-private-3", "Direct, three distinct recipients, including the smallest and "
+      "largest valid ids.", messageID=2, sender=BOB, timestamp=1_700_000_001_000, hopLimit=8,
       recipients=[CAROL, DAVE, MAXID], body=b"hi all three")
 valid("message-empty-body", "Empty body, no recipients.",
       messageID=3, sender=ALICE, timestamp=1, hopLimit=8, recipients=[], body=b"")
@@ -232,11 +268,25 @@ valid("message-max-values", "messageID and timestamp 2^64-1, hopLimit 255.",
 valid("message-binary-body", "The body is opaque: bytes that are not valid UTF-8 are fine.",
       messageID=4, sender=CAROL, timestamp=1_700_000_002_000, hopLimit=7, recipients=[],
       body=bytes.fromhex("00c0afeda080ff80"))
-valid("message-body-300", "A 300-byte body (the 1048576-byte maximum is not included, to "
-      "keep the file small).", messageID=5, sender=ALICE, timestamp=1_700_000_003_000,
-      hopLimit=8, recipients=[BOB, CAROL], body=PATTERN_300)
+valid("message-body-300", "A 300-byte body (the 1048576-byte maximum of a direct body and the "
+      "1245330-byte maximum of a sealed one are not included, to keep the file small).",
+      messageID=5, sender=ALICE, timestamp=1_700_000_003_000, hopLimit=8,
+      recipients=[BOB, CAROL], body=PATTERN_300)
+ENVELOPES = CRYPTO["envelopes"]
+valid("message-sealed-everyone", "Sealed: alice's message to everyone behind a relay (bob and "
+      "carol), as the relay forwards it to bob: hopLimit decremented from 8 to 7 (the hop "
+      "limit is not signed). The body is the envelope of crypto.json (flags toEveryone).",
+      messageID=int(ENVELOPES[0]["messageID"]), sender=ALICE,
+      timestamp=int(ENVELOPES[0]["timestamp"]), hopLimit=7, recipients=[BOB, CAROL],
+      body=bytes.fromhex(ENVELOPES[0]["sealed"]))
+valid("message-sealed-private", "Sealed: alice's private message to carol, as alice hands it to "
+      "the relay (hopLimit 8): the 'message' frame of the second envelope of crypto.json.",
+      messageID=int(ENVELOPES[1]["messageID"]), sender=ALICE,
+      timestamp=int(ENVELOPES[1]["timestamp"]), hopLimit=8, recipients=[CAROL],
+      body=bytes.fromhex(ENVELOPES[1]["sealed"]))
 
-valid("delivered-one", "One acknowledged id.", origin=ALICE, recipient=BOB, ids=[1])
+valid("delivered-one", "One acknowledged id, no signature (a direct session).",
+      origin=ALICE, recipient=BOB, ids=[1])
 valid("delivered-many", "Twenty ids in one batch, including 0 and 2^64-1.",
       origin=BOB, recipient=CAROL,
       ids=[0, 1, 2, 3, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 1000, 1001, 1002, 1003,
@@ -245,6 +295,12 @@ valid("delivered-duplicate-ids", "Ids may repeat: duplicates are allowed (sectio
       origin=ALICE, recipient=CAROL, ids=[5, 5, 7])
 valid("delivered-max-id", "Single id 2^64-1, extreme peer ids.",
       origin=MAXID, recipient=DAVE, ids=[U64_MAX])
+RECEIPT = CRYPTO["receipts"][0]
+valid("delivered-signed", "A signed receipt, as it travels back through a relay (section 9.5): "
+      "bob acknowledges three of alice's messages and signs; the 64-byte signature follows "
+      "the ids. The receipt and its 'frame' are those of crypto.json.",
+      origin=IDS[RECEIPT["origin"]], recipient=IDS[RECEIPT["recipient"]],
+      ids=[int(i) for i in RECEIPT["messageIDs"]], signature=bytes.fromhex(RECEIPT["signature"]))
 
 valid("ping-zero", "nonce 0.", nonce=0)
 valid("ping-max", "nonce 2^64-1.", nonce=U64_MAX)
@@ -264,9 +320,13 @@ valid("goodbye-unknown-reason-255", "Reason 255 is not defined: valid, treated a
 valid("error-empty-message", "Code 1 malformedFrame with an empty message.",
       code=1, message="")
 valid("error-utf8-message", "Code 5 unsupportedVersion with a UTF-8 message (en dash).",
-      code=5, message="no common version: local 1–1, remote 2–3")
+      code=5, message="no common version: local 2–2, remote 3–4")
 valid("error-japanese-message", "Code 8 busy with a CJK message.",
       code=8, message="接続が多すぎます")
+valid("error-handshake-failed", "Code 10 handshakeFailed (version 2).",
+      code=10, message="commitment mismatch")
+valid("error-decrypt-failed", "Code 11 decryptFailed (version 2), sent sealed.",
+      code=11, message="record 3 did not decrypt")
 valid("error-unknown-code-0", "Code 0 is not defined: valid, the number is kept.",
       code=0, message="zero")
 valid("error-unknown-code-65535", "Code 65535 is not defined: valid, the number is kept.",
@@ -277,16 +337,17 @@ valid("error-max-message", "Message of exactly 1024 bytes (512 × 'é').",
 valid("roster-full-empty", "kind 0 full with no entries: the relay reaches nobody else.",
       kind=0, entries=[])
 valid("roster-full-several", "kind 0 full with three entries, multi-byte names, hops 1, 2 "
-      "and 255.", kind=0, entries=[
-          {"peerID": BOB, "hops": 1, "name": "Zoë"},
-          {"peerID": CAROL, "hops": 2, "name": "日本語"},
-          {"peerID": MAXID, "hops": 255, "name": "🦊 fox"}])
+      "and 255; each key owns its id.", kind=0, entries=[
+          entry(BOB, 1, "Zoë"), entry(CAROL, 2, "日本語"), entry(MALLORY, 255, "🦊 fox")])
 valid("roster-add-one", "kind 1 add, one entry with a 63-byte name.",
-      kind=1, entries=[{"peerID": DAVE, "hops": 1, "name": "r" * 63}])
+      kind=1, entries=[entry(MALLORY, 1, "r" * 63)])
 valid("roster-add-empty", "kind 1 add with no entries.", kind=1, entries=[])
 valid("roster-remove-two", "kind 2 remove, two entries with 1-byte names.",
-      kind=2, entries=[{"peerID": ALICE, "hops": 1, "name": "a"},
-                       {"peerID": BOB, "hops": 3, "name": "b"}])
+      kind=2, entries=[entry(ALICE, 1, "a"), entry(BOB, 3, "b")])
+valid("roster-key-not-owning-id", "A well-formed ROSTER whose entry gives carol's id with "
+      "mallory's key: the decoder does not check keys, but the receiver drops this entry and "
+      "reports the relay (section 9.1).", kind=1,
+      entries=[entry(CAROL, 1, "carol", key=KEY[MALLORY])])
 
 for number, reason in enumerate(["unknownRecipient", "queueFull", "hopLimit", "notForMe"],
                                 start=1):
@@ -296,6 +357,9 @@ valid("undeliverable-unknown-reason-0", "Reason 0 is not defined: valid, the num
       "messageID 0.", origin=CAROL, messageID=0, recipient=DAVE, reason=0)
 valid("undeliverable-unknown-reason-255", "Reason 255 is not defined: valid, number kept; "
       "messageID 2^64-1.", origin=MAXID, messageID=U64_MAX, recipient=ALICE, reason=255)
+
+valid("verify", "VERIFY: no payload (length 1). Asks the peer's person to compare the "
+      "verification code (section 4.12).")
 
 
 # --- invalid vectors -----------------------------------------------------------------------
@@ -347,12 +411,20 @@ invalid("truncated-at-max-length", "truncated", "Length exactly MAX_FRAME_LENGTH
         "is accepted; the input ends after the type byte and a few payload bytes.",
         u32(MAX_FRAME_LENGTH) + u8(T["MESSAGE"]) + u64(1))
 
-# unknownFrameType: a valid length, a type byte version 1 does not define.
+# unknownFrameType: a valid length, a type byte the frame decoder does not define (3.15).
 invalid("unknown-type-0x00", "unknownFrameType", "Type 0x00, no payload.", frame(0x00, b""))
-invalid("unknown-type-0x0d", "unknownFrameType", "Type 0x0D (just after UNDELIVERABLE), no "
-        "payload.", frame(0x0D, b""))
-invalid("unknown-type-0x0d-with-payload", "unknownFrameType", "Type 0x0D with an 8-byte "
-        "payload.", frame(0x0D, u64(1)))
+invalid("unknown-type-0x0e", "unknownFrameType", "Type 0x0E (just after VERIFY), no "
+        "payload.", frame(0x0E, b""))
+invalid("unknown-type-0x0e-with-payload", "unknownFrameType", "Type 0x0E with an 8-byte "
+        "payload.", frame(0x0E, u64(1)))
+invalid("unknown-type-0x0f", "unknownFrameType", "Type 0x0F, no payload.", frame(0x0F, b""))
+invalid("unknown-type-0x10-handshake", "unknownFrameType", "Type 0x10 (HANDSHAKE) inside the "
+        "record stream: the connection's own types are not frames of section 4.",
+        frame(0x10, b"\x01"))
+invalid("unknown-type-0x11-record", "unknownFrameType", "Type 0x11 (RECORD) inside the record "
+        "stream, 16 bytes.", frame(0x11, bytes(16)))
+invalid("unknown-type-0x12-close", "unknownFrameType", "Type 0x12 (CLOSE) inside the record "
+        "stream, 16 bytes.", frame(0x12, bytes(16)))
 invalid("unknown-type-0x80", "unknownFrameType", "Type 0x80, 1-byte payload.",
         frame(0x80, b"\x00"))
 invalid("unknown-type-0xff", "unknownFrameType", "Type 0xFF, 4-byte payload.",
@@ -363,7 +435,7 @@ M = "malformedFrame"
 invalid("hello-empty-payload", M, "HELLO with no payload at all (layout problem, so "
         "malformedFrame, not invalidHello).", frame(T["HELLO"], b""))
 invalid("hello-too-short", M, "HELLO payload ends after magic and versions (capabilities, "
-        "peer id and name missing).", frame(T["HELLO"], MAGIC + u8(1) + u8(1)))
+        "peer id and name missing).", frame(T["HELLO"], MAGIC + u8(2) + u8(2)))
 invalid("hello-name-past-end", M, "HELLO name length 10 but only 3 name bytes follow.",
         frame(T["HELLO"], hello()[:-6] + u8(10) + b"ali"))
 invalid("hello-trailing-byte", M, "A valid HELLO followed by one extra payload byte.",
@@ -388,16 +460,22 @@ invalid("message-recipients-past-end", M, "MESSAGE recipientCount 2 but one reci
         "before the body length.", frame(T["MESSAGE"], message(recipients=[BOB], count=2)))
 invalid("message-body-past-end", M, "MESSAGE body length 10 but only 5 body bytes follow.",
         frame(T["MESSAGE"], message()[:-4] + u32(10) + b"hello"))
-invalid("message-body-over-limit-declared", M, "MESSAGE body length 1048577 (1 MiB + 1) with "
-        "no body bytes: malformed both because it exceeds the body limit and because it runs "
-        "past the payload. A frame really carrying a 1048577-byte body is not included (it "
-        "would need 1 MiB of data).", frame(T["MESSAGE"], message()[:-4] + u32(1_048_577)))
+invalid("message-body-over-limit-declared", M, "MESSAGE body length 1245331 (one above the "
+        "sealed maximum) with no body bytes: malformed both because it exceeds the body limit "
+        "and because it runs past the payload. A frame really carrying such a body is not "
+        "included (it would need 1.2 MB of data); nor is a direct body of 1048577 bytes, which "
+        "decodes and is refused by the session (ERROR malformedFrame, section 4.5).",
+        frame(T["MESSAGE"], message()[:-4] + u32(MAX_SEALED_BODY + 1)))
 invalid("message-trailing-byte", M, "A valid MESSAGE followed by one extra byte.",
         frame(T["MESSAGE"], message(body=b"x") + b"\x00"))
 invalid("delivered-ids-past-end", M, "DELIVERED count 3 but 2 ids follow.",
         frame(T["DELIVERED"], delivered(ids=[1, 2], count=3)))
 invalid("delivered-trailing-bytes", M, "DELIVERED count 1 followed by 12 bytes (one id and 4 "
         "extra bytes).", frame(T["DELIVERED"], delivered(ids=[1]) + b"\x00" * 4))
+for extra in (1, 63, 65, 128):
+    invalid("delivered-trailing-%d-bytes" % extra, M, "DELIVERED with %d bytes after its ids: a "
+            "signature is exactly 64 bytes, and nothing else may follow the ids." % extra,
+            frame(T["DELIVERED"], delivered(ids=[1, 2]) + bytes(range(extra))))
 invalid("ping-empty", M, "PING with no nonce.", frame(T["PING"], b""))
 invalid("ping-trailing-byte", M, "PING with a 9-byte payload.",
         frame(T["PING"], u64(1) + b"\x00"))
@@ -418,6 +496,12 @@ invalid("undeliverable-too-short", M, "UNDELIVERABLE without its reason byte.",
         frame(T["UNDELIVERABLE"], undeliverable()[:-1]))
 invalid("undeliverable-trailing-byte", M, "UNDELIVERABLE with one extra byte.",
         frame(T["UNDELIVERABLE"], undeliverable() + b"\x00"))
+invalid("verify-trailing-byte", M, "VERIFY with a 1-byte payload (it has none).",
+        frame(T["VERIFY"], b"\x00"))
+invalid("roster-key-past-end", M, "ROSTER entry whose publicKey has 31 of its 32 bytes.",
+        frame(T["ROSTER"], roster(1, [(BOB, 1, "bob")])[:-1]))
+invalid("roster-key-missing", M, "ROSTER entry without its publicKey (the version 1 layout).",
+        frame(T["ROSTER"], u8(1) + u16(1) + BOB + u8(1) + str8("bob")))
 
 # malformedFrame: the layout is right but a field breaks its rule.
 invalid("invite-timeout-99", M, "INVITE timeoutMs 99, below the 100 ms minimum.",
@@ -441,6 +525,8 @@ invalid("delivered-count-0", M, "DELIVERED with count 0 and no ids (minimum is 1
 invalid("delivered-count-8193", M, "DELIVERED count 8193 (limit 8192) with 2 ids: malformed "
         "by the count limit and by the payload being too short (8193 real ids would need "
         "64 KiB).", frame(T["DELIVERED"], delivered(ids=[1, 2], count=8193)))
+invalid("roster-zero-peer-id", M, "ROSTER entry with the all-zero peer id.",
+        frame(T["ROSTER"], roster(1, [(ZERO, 1, "zero", KEY[BOB])])))
 invalid("roster-kind-3", M, "ROSTER kind 3 (only 0 full, 1 add, 2 remove exist), no entries.",
         frame(T["ROSTER"], roster(kind=3)))
 invalid("roster-kind-255", M, "ROSTER kind 255, one entry.",
@@ -482,12 +568,12 @@ IH = "invalidHello"
 for label, magic in [("NRBX", b"NRBX"), ("nrby", b"nrby"), ("zero", bytes(4))]:
     invalid("hello-magic-" + label.lower(), IH, "HELLO with magic %s instead of NRBY." %
             magic.hex(), frame(T["HELLO"], hello(magic=magic)))
-invalid("hello-min-version-0", IH, "HELLO minVersion 0, maxVersion 1.",
-        frame(T["HELLO"], hello(min_v=0, max_v=1)))
+invalid("hello-min-version-0", IH, "HELLO minVersion 0, maxVersion 2.",
+        frame(T["HELLO"], hello(min_v=0, max_v=2)))
 invalid("hello-versions-0-0", IH, "HELLO minVersion 0, maxVersion 0.",
         frame(T["HELLO"], hello(min_v=0, max_v=0)))
-invalid("hello-min-above-max", IH, "HELLO minVersion 2 > maxVersion 1.",
-        frame(T["HELLO"], hello(min_v=2, max_v=1)))
+invalid("hello-min-above-max", IH, "HELLO minVersion 3 > maxVersion 2.",
+        frame(T["HELLO"], hello(min_v=3, max_v=2)))
 invalid("hello-zero-peer-id", IH, "HELLO with the all-zero peer id.",
         frame(T["HELLO"], hello(peer=ZERO)))
 invalid("hello-name-empty", IH, "HELLO with a zero-length name (the layout is fine: the name "
@@ -512,10 +598,10 @@ for suffix, bad, what in BAD_UTF8:
 # --- states (section 5.2) ------------------------------------------------------------------
 
 COMMON = ["PING", "PONG", "GOODBYE", "ERROR"]
-CONNECTED = ["MESSAGE", "DELIVERED", "UNDELIVERABLE"] + COMMON
+CONNECTED = ["MESSAGE", "DELIVERED", "UNDELIVERABLE", "VERIFY"] + COMMON
 STATES = {
     "states": {
-        "awaitingHello": ["HELLO", "GOODBYE", "ERROR"],
+        "awaitingHello": ["HELLO"],
         "idleListener": ["INVITE"] + COMMON,
         "idleConnector": list(COMMON),
         "inviting": ["ACCEPT", "DECLINE"] + COMMON,
@@ -526,11 +612,15 @@ STATES = {
     "notes": (
         "Legal frames by the receiver's state (PROTOCOL.md section 5.2). A frame not listed "
         "for the state is answered with ERROR unexpectedFrame and the connection is closed. "
-        "'connected' is a connection whose peer's HELLO did not have the relay capability "
-        "bit; 'connectedToRelay' one whose peer's HELLO had it (ROSTER is legal only from a "
-        "relay). In 'inviting', ACCEPT and DECLINE are legal only when they carry the pending "
-        "invitation's id; another id is unexpectedFrame. 'closing' is not listed: in it every "
-        "frame is read and discarded."
+        "'awaitingHello' is the handshake: no record has been opened yet, and its only frame "
+        "is the HELLO the completed handshake carries as its payload (section 3.6); the "
+        "plaintext frames of that phase are the handshake's business (a plaintext ERROR ends "
+        "it, anything else is refused as section 3.6 says). HELLO is legal in no state of the "
+        "record stream. 'connected' is a connection whose peer's HELLO did not have the relay "
+        "capability bit; 'connectedToRelay' one whose peer's HELLO had it (ROSTER is legal "
+        "only from a relay). In 'inviting', ACCEPT and DECLINE are legal only when they carry "
+        "the pending invitation's id; another id is unexpectedFrame. 'closing' is not listed: "
+        "in it every frame is read and discarded."
     ),
 }
 

@@ -101,14 +101,23 @@ extension NearbySession {
     guard !claims.isEmpty else { return }
     var actions: [SessionAction] = []
     machine.acknowledge(claims.map(\.taken), now: now, into: &actions)
-    for claim in claims {
-      let connection = claim.taken.connection
+    // Per connection, not per claim (a batch is usually thousands of one connection's).
+    var index = 0
+    while index < claims.count {
+      let connection = claims[index].taken.connection
+      var messages = 0
+      var bytes = 0
+      while index < claims.count, claims[index].taken.connection == connection {
+        messages += 1
+        bytes += claims[index].bytes
+        index += 1
+      }
       guard var count = untaken[connection] else { continue }
-      count.messages -= 1
-      count.bytes -= claim.bytes
+      count.messages -= messages
+      count.bytes -= bytes
       untaken[connection] = count
-      if let socket = connections[connection], socket.isReadingPaused,
-        count.messages <= configuration.maximumUntakenMessages / 2, count.bytes <= configuration.maximumUntakenBytes / 2
+      if count.messages <= configuration.maximumUntakenMessages / 2, count.bytes <= configuration.maximumUntakenBytes / 2,
+        let socket = connections[connection], socket.isReadingPaused
       {
         machine.readingPaused(connection, false, now: now)
         socket.resumeReading()
@@ -121,6 +130,8 @@ extension NearbySession {
 
   func perform(_ actions: [SessionAction]) {
     var delivered: [(HubEvent, MessageClaim?)] = []
+    // Received messages are counted per run of one connection's, not one by one.
+    var counting: (connection: ConnectionID, messages: Int, bytes: Int)?
     for action in actions {
       switch action {
       case .connect(let id, let endpoints):
@@ -160,11 +171,18 @@ extension NearbySession {
         let claim = MessageClaim(
           taken: TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue), bytes: message.body.count)
         delivered.append((.session(.message(message)), claim))
-        countUntaken(claim)
+        if counting?.connection == connection {
+          counting!.messages += 1
+          counting!.bytes += claim.bytes
+        } else {
+          if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }
+          counting = (connection, 1, claim.bytes)
+        }
       case .settled(let report):
         settled(report)
       }
     }
+    if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }
     flush(&delivered)
     wakeIdleWaitersIfSettled()
   }
@@ -178,11 +196,10 @@ extension NearbySession {
 
   /// A message is with the application: the connection stops being read while too much of
   /// what it sent is not taken yet.
-  private func countUntaken(_ claim: MessageClaim) {
-    let id = claim.taken.connection
+  private func countUntaken(_ id: ConnectionID, messages: Int, bytes: Int) {
     var count = untaken[id] ?? (0, 0)
-    count.messages += 1
-    count.bytes += claim.bytes
+    count.messages += messages
+    count.bytes += bytes
     untaken[id] = count
     if count.messages > configuration.maximumUntakenMessages || count.bytes > configuration.maximumUntakenBytes,
       let socket = connections[id], !socket.isReadingPaused
@@ -220,5 +237,6 @@ extension NearbySession {
 
   func emit(_ event: SessionEvent) {
     hub.publish(.session(event))
+    if case .connected(let peer, _) = event { metPeer(peer) }
   }
 }

@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyCrypto
 import NearbyDiscovery
 import NearbyTransport
 import Synchronization
@@ -86,6 +87,8 @@ public actor NearbySession {
     core.maximumPendingConnections = configuration.maximumPendingConnections
     core.maximumPendingInvitations = configuration.maximumPendingInvitations
     core.connectFound = configuration.connectFound
+    core.endToEnd = SessionEndToEnd(identity: configuration.identity.keyPair)
+    core.verifiedPeers = configuration.identity.verifiedPeerIDs
     machine = SessionStateMachine(configuration: core)
     security = ConnectionSecurity(identity: configuration.identity.keyPair, payload: machine.helloPayload)
     let settled = ClaimsSettledSignal()

@@ -1,5 +1,6 @@
 import NearbyCore
 import NearbyCrypto
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -27,6 +28,8 @@ public final class PeerIdentity: Sendable {
   let keyPair: IdentityKeyPair
   let state: StateDirectory?
   private let lockFD: Int32
+  /// The peers this identity met (the `known-peers` file, or memory only when ephemeral).
+  private let known: Mutex<[PeerID: KnownPeer]>
 
   static let keyFileName = "identity"
   /// Where protocol version 1 kept a random id (replaced by a key).
@@ -44,6 +47,7 @@ public final class PeerIdentity: Sendable {
     self.state = nil
     self.notice = nil
     self.lockFD = -1
+    self.known = Mutex([:])
   }
 
   /// The usual state directory: `$NEARBY_STATE_DIR`, else `$XDG_STATE_HOME/nearby`, else
@@ -75,12 +79,97 @@ public final class PeerIdentity: Sendable {
     _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
     do {
       (keyPair, notice) = try Self.loadOrCreate(state)
+      known = Mutex(try Self.loadKnownPeers(state))
     } catch {
       close(fd)
       throw error
     }
     self.state = state
     lockFD = fd
+  }
+
+  // MARK: Known peers
+
+  /// The peers this identity has had sessions with, first met first.
+  public var knownPeers: [KnownPeer] {
+    known.withLock { Array($0.values) }.sorted { $0.firstSeen == $1.firstSeen ? $0.id < $1.id : $0.firstSeen < $1.firstSeen }
+  }
+
+  /// The known peers of the identity in `directory`, read without taking its lock (a
+  /// running chat may hold it: it replaces the file atomically, so this sees a whole one).
+  /// - Throws: ``IdentityError`` when the directory or the file cannot be used.
+  public static func knownPeers(in directory: String) throws(IdentityError) -> [KnownPeer] {
+    var info = stat()
+    guard stat(directory, &info) == 0 else { return [] }
+    let state = try StateDirectory(directory)
+    return try loadKnownPeers(state).values.sorted { $0.firstSeen == $1.firstSeen ? $0.id < $1.id : $0.firstSeen < $1.firstSeen }
+  }
+
+  /// Forgets a known peer (its verification too).
+  /// - Returns: whether it was known.
+  /// - Throws: ``IdentityError`` when the file cannot be written (nothing changed then).
+  @discardableResult
+  public func forget(_ id: PeerID) throws(IdentityError) -> Bool {
+    try update { $0.removeValue(forKey: id) != nil }
+  }
+
+  func knownPeer(_ id: PeerID) -> KnownPeer? { known.withLock { $0[id] } }
+
+  var verifiedPeerIDs: Set<PeerID> { known.withLock { Set($0.values.filter(\.isVerified).map(\.id)) } }
+
+  /// Remembers a peer met in a session (its key proven by the handshake), or its new name.
+  func record(_ peer: Peer, publicKey: [UInt8], now: UInt64) throws(IdentityError) {
+    let hex = publicKey.hexString
+    try update { peers in
+      if var known = peers[peer.id] {
+        guard known.name != peer.name else { return false }
+        known.name = peer.name
+        peers[peer.id] = known
+        return true
+      }
+      peers[peer.id] = KnownPeer(id: peer.id, publicKey: hex, name: peer.name, firstSeen: now, isVerified: false)
+      return true
+    }
+  }
+
+  /// Marks a known peer verified (the person compared the code).
+  func setVerified(_ id: PeerID, _ verified: Bool) throws(IdentityError) {
+    try update { peers in
+      guard var peer = peers[id], peer.isVerified != verified else { return false }
+      peer.isVerified = verified
+      peers[id] = peer
+      return true
+    }
+  }
+
+  /// Changes the known peers and, when `change` says it changed something, writes the file;
+  /// if writing fails, the change is undone and the error thrown.
+  @discardableResult
+  private func update(_ change: (inout [PeerID: KnownPeer]) -> Bool) throws(IdentityError) -> Bool {
+    let result = known.withLock { peers -> (changed: Bool, before: [PeerID: KnownPeer], after: [PeerID: KnownPeer]) in
+      let before = peers
+      let changed = change(&peers)
+      return (changed, before, peers)
+    }
+    guard result.changed else { return false }
+    guard let state else { return true }
+    do {
+      try state.write(KnownPeersFile.name, Array(KnownPeersFile.encode(Array(result.after.values)).utf8))
+    } catch {
+      known.withLock { $0 = result.before }
+      throw error
+    }
+    return true
+  }
+
+  private static func loadKnownPeers(_ state: StateDirectory) throws(IdentityError) -> [PeerID: KnownPeer] {
+    guard let contents = try state.read(KnownPeersFile.name, limit: 16 << 20) else { return [:] }
+    do {
+      let peers = try KnownPeersFile.decode(String(decoding: contents, as: UTF8.self), path: state.full(KnownPeersFile.name))
+      return Dictionary(uniqueKeysWithValues: peers.map { ($0.id, $0) })
+    } catch {
+      throw .knownPeers(error)
+    }
   }
 
   deinit { if lockFD >= 0 { close(lockFD) } }
@@ -116,6 +205,8 @@ public enum IdentityError: Error, Hashable, Sendable, CustomStringConvertible {
   case unsafe(String, String, fix: String)
   /// Neither `HOME`, `XDG_STATE_HOME` nor `NEARBY_STATE_DIR` is set.
   case noHome
+  /// The known-peers file is damaged.
+  case knownPeers(KnownPeersError)
 
   public var description: String {
     switch self {
@@ -128,6 +219,8 @@ public enum IdentityError: Error, Hashable, Sendable, CustomStringConvertible {
       return "cannot use the state directory \(path): \(reason); choose another state directory"
     case .unsafe(let path, let reason, let fix):
       return "refusing to use \(path): \(reason); \(fix)"
+    case .knownPeers(let error):
+      return error.description
     case .noHome:
       return
         "there is no state directory: HOME is not set (nor XDG_STATE_HOME or NEARBY_STATE_DIR); set one of them, or give a state directory"

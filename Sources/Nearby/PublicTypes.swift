@@ -45,6 +45,9 @@ public typealias SessionEvent = NearbyCore.SessionEvent
 public typealias SessionStatus = NearbyCore.SessionStatus
 /// Errors reported as events.
 public typealias SessionError = NearbyCore.SessionError
+/// What the handshake of a session proved (its verification code), and whether the person
+/// verified the peer.
+public typealias PeerSecurity = NearbyCore.PeerSecurity
 /// Why a connection ended.
 public typealias DisconnectReason = NearbyCore.DisconnectReason
 /// Why an invitation was declined.

@@ -10,6 +10,10 @@ public enum ChatCommand: Equatable, Sendable {
   case answerOnly(accept: Bool)
   case message(target: String, text: String)
   case leave(target: String)
+  /// Show the verification code of the session with a peer, here and there.
+  case verify(target: String)
+  /// The codes matched: remember the peer as verified.
+  case trust(target: String)
   case quit
   case help
   /// Text for every connected peer.
@@ -20,7 +24,9 @@ public enum ChatCommand: Equatable, Sendable {
   case invalid(String)
 
   /// The commands, for help and completion.
-  public static let names = ["/accept", "/decline", "/help", "/invitations", "/invite", "/leave", "/msg", "/peers", "/quit", "/who"]
+  public static let names = [
+    "/accept", "/decline", "/help", "/invitations", "/invite", "/leave", "/msg", "/peers", "/quit", "/trust", "/verify", "/who",
+  ]
 
   /// Parses a line. Leading and trailing spaces are ignored; `//text` sends `/text`.
   public static func parse(_ line: String) -> ChatCommand {
@@ -46,6 +52,10 @@ public enum ChatCommand: Equatable, Sendable {
       return !text.isEmpty ? .invalid("usage: /decline [NAME|ID]") : .decline(target: target)
     case "/leave":
       return target.isEmpty || !text.isEmpty ? .invalid("usage: /leave NAME|ID") : .leave(target: target)
+    case "/verify":
+      return target.isEmpty || !text.isEmpty ? .invalid("usage: /verify NAME|ID") : .verify(target: target)
+    case "/trust":
+      return target.isEmpty || !text.isEmpty ? .invalid("usage: /trust NAME|ID (after comparing the code /verify shows)") : .trust(target: target)
     case "/msg":
       if target.isEmpty || text.isEmpty { return .invalid("usage: /msg NAME|ID text") }
       return .message(target: target, text: text)
@@ -67,6 +77,8 @@ public enum ChatCommand: Equatable, Sendable {
     /invitations               invitations waiting for your answer
     /msg NAME|ID text          a private message
     /leave NAME|ID             end the session with a peer
+    /verify NAME|ID            show the code of your session with a peer, on both sides
+    /trust NAME|ID             the codes matched: remember the peer as verified
     /quit                      leave everyone and exit
     anything else              a message to every connected peer (//text sends /text)
     """

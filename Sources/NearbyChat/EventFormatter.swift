@@ -74,7 +74,10 @@ public struct EventFormatter: Sendable {
       return "* \(Self.label(invitation.peer)) invites you\(context) — /accept \(name) or /decline \(name)"
     case .invitationWithdrawn(let peer, let reason): return "* the invitation from \(Self.label(peer)) is gone: \(Self.sanitize(reason))"
     case .connecting(let peer): return "* connecting to \(Self.label(peer))"
-    case .connected(let peer): return "* connected to \(Self.label(peer))"
+    case .connected(let peer, let security):
+      if security.isVerified { return "* connected to \(Self.label(peer)) (verified)" }
+      return
+        "* connected to \(Self.label(peer)), unverified: code \(security.groupedCode) (/verify \(Self.sanitize(peer.name.value)))"
     case .declined(let peer, let reason):
       return reason == .timeout
         ? "* \(Self.label(peer)) did not answer your invitation in time"
@@ -87,6 +90,15 @@ public struct EventFormatter: Sendable {
     case .reachable(let peer, let relay): return "* \(Self.label(peer)) can be reached through \(Self.label(relay))"
     case .unreachable(let peer): return "* \(Self.label(peer)) cannot be reached any more"
     case .error(let error): return "! \(Self.sanitize(error.description))"
+    case .verification(let peer, let code, let asked):
+      let name = Self.sanitize(peer.name.value)
+      let grouped = code.count == 6 ? code.prefix(3) + " " + code.suffix(3) : Substring(code)
+      return (asked ? "* \(Self.label(peer)) asks you to compare codes: " : "* the code of your session with \(Self.label(peer)) is ")
+        + "\(grouped) — if \(name) sees the same, type /trust \(name)"
+    case .trusted(let peer): return "* \(Self.label(peer)) is verified: its key is remembered"
+    case .impostorWarning(let peer, let verified):
+      return
+        "! \(Self.label(peer)) calls itself \(Self.sanitize(verified.name.value)) but is not the \(Self.label(verified)) you verified: it has another key"
     case .status(let status):
       switch status {
       case .listening: return nil  // the chat prints its own ready line
@@ -112,7 +124,8 @@ public struct EventFormatter: Sendable {
     case .invitationWithdrawn(let peer, let reason):
       return object("invitationWithdrawn", [("peer", Self.peerJSON(peer)), ("reason", .string(reason))])
     case .connecting(let peer): return object("connecting", [("peer", Self.peerJSON(peer))])
-    case .connected(let peer): return object("connected", [("peer", Self.peerJSON(peer))])
+    case .connected(let peer, let security):
+      return object("connected", [("peer", Self.peerJSON(peer)), ("verified", .bool(security.isVerified))])
     case .declined(let peer, let reason): return object("declined", [("peer", Self.peerJSON(peer)), ("reason", .string(reason.description))])
     case .disconnected(let peer, let reason):
       return object("disconnected", [("peer", Self.peerJSON(peer)), ("reason", .string(reason.description))])
@@ -133,6 +146,11 @@ public struct EventFormatter: Sendable {
         members.append(("peer", peer.map(Self.peerJSON) ?? .object([("id", .string(peerID.hex))])))
       }
       return object("error", members)
+    case .verification(let peer, let code, let asked):
+      return object("verification", [("peer", Self.peerJSON(peer)), ("code", .string(code)), ("asked", .bool(asked))])
+    case .trusted(let peer): return object("trusted", [("peer", Self.peerJSON(peer))])
+    case .impostorWarning(let peer, let verified):
+      return object("impostor", [("peer", Self.peerJSON(peer)), ("verified", Self.peerJSON(verified))])
     case .status(let status):
       switch status {
       case .listening: return nil

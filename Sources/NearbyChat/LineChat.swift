@@ -27,7 +27,8 @@ public enum ChatLine: Sendable {
   /// Every recipient of one of our messages has answered (it was delivered, or failed).
   case settled(DeliveryReport)
   case peers([DiscoveredPeer])
-  case who([Peer])
+  /// Connected peers, and which of them are verified.
+  case who([Peer], verified: Set<PeerID>)
   /// Peers reached through a relay (after /peers and /who).
   case relayed([RelayedPeer])
   case invitations([Invitation])
@@ -158,7 +159,7 @@ public actor LineChat {
       let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .who:
-      output.show(.who(await session.connectedPeers))
+      output.show(.who(await session.connectedPeers, verified: Set(session.knownPeers.filter(\.isVerified).map(\.id))))
       let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .invitations: output.show(.invitations(await session.pendingInvitations))
@@ -176,6 +177,16 @@ public actor LineChat {
     case .leave(let target):
       guard let peer = await resolve(target, among: await session.connectedPeers, what: "connected peer") else { break }
       await session.leave(peer.id)
+    case .verify(let target):
+      guard let peer = await resolve(target, among: await session.connectedPeers, what: "connected peer") else { break }
+      await session.requestVerification(of: peer.id)
+    case .trust(let target):
+      guard let peer = await resolve(target, among: await session.connectedPeers, what: "connected peer") else { break }
+      do {
+        try await session.trust(peer.id)
+      } catch {
+        output.show(.error(error.description))
+      }
     case .message(let target, let text):
       guard let peer = await resolve(target, among: await candidates(connectedFirst: true), what: "peer") else { break }
       await send(text, to: .peers([peer.id]))

@@ -44,9 +44,15 @@ public struct PlainOutput: ChatOutput {
       }
       if found.isEmpty { return "* no peers found yet" }
       return found.map { EventFormatter.discoveredText("peer", $0) }.joined(separator: "\n")
-    case .who(let connected):
-      if json { return JSONValue.object([("event", .string("who")), ("peers", .array(connected.map(EventFormatter.peerJSON)))]).encoded }
-      return connected.isEmpty ? "* nobody is connected" : "* connected: " + connected.map(EventFormatter.label).joined(separator: ", ")
+    case .who(let connected, let verified):
+      if json {
+        let peers = connected.map { peer -> JSONValue in
+          .object([("id", .string(peer.id.hex)), ("name", .string(peer.name.value)), ("verified", .bool(verified.contains(peer.id)))])
+        }
+        return JSONValue.object([("event", .string("who")), ("peers", .array(peers))]).encoded
+      }
+      if connected.isEmpty { return "* nobody is connected" }
+      return "* connected: " + connected.map { EventFormatter.label($0) + (verified.contains($0.id) ? "" : " [unverified]") }.joined(separator: ", ")
     case .relayed(let peers):
       if json {
         return JSONValue.object([

@@ -58,9 +58,11 @@ public enum NearbyCommands {
         "name", short: "n", .value(name: "NAME"), help: "Your display name: 1-63 bytes of UTF-8.", default: "the host name",
         environment: "NEARBY_NAME"))
     public static let accept = Option<AcceptPolicy>(
-      OptionSpec("accept", .value(name: "POLICY"), help: "How to answer invitations.", default: "ask", allowed: ["ask", "all", "none"])
+      OptionSpec(
+        "accept", .value(name: "POLICY"), help: "How to answer invitations (known: only peers you verified).", default: "ask",
+        allowed: ["ask", "all", "none", "known"])
     ) { text throws(OptionValueError) in
-      guard let policy = AcceptPolicy(rawValue: text) else { throw OptionValueError("use one of ask, all, none") }
+      guard let policy = AcceptPolicy(rawValue: text) else { throw OptionValueError("use one of ask, all, none, known") }
       return policy
     }
     public static let allow = Option<[PeerID]>(
@@ -109,6 +111,8 @@ public enum NearbyCommands {
           /invitations               invitations waiting for your answer
           /msg NAME|ID text          a private message
           /leave NAME|ID             end a session
+          /verify NAME|ID            show the session's verification code on both sides
+          /trust NAME|ID             the codes matched: remember the peer as verified
           /help                      this list
           /quit                      leave everyone and exit
         Any other line goes to every connected peer. End of input means /quit once
@@ -170,6 +174,24 @@ public enum NearbyCommands {
       examples: ["nearby relay --name hall-relay", "nearby relay --allow /etc/nearby/allow --max-peers 200 --connect-found"])
   }
 
+  public enum Peers {
+    public static let spec = CommandSpec(
+      name: "peers", abstract: "List the peers this identity has met (and whether you verified them), or forget one.",
+      discussion: """
+        Every peer a session is established with is remembered with its key in the state
+        directory's known-peers file (trust on first use). In a chat, /verify NAME shows
+        the session's code on both sides and /trust NAME marks the peer verified once the
+        codes matched. 'forget ID' removes a peer (and its verification); it needs the
+        state directory, so quit the chat that uses it first.
+        """,
+      options: [Common.stateDirectory.spec, Common.json.spec],
+      arguments: [
+        ArgumentSpec("action", help: "'forget' to remove a known peer.", optional: true),
+        ArgumentSpec("id", help: "The peer id (or 4+ hex digits of it) to forget.", optional: true),
+      ],
+      examples: ["nearby peers", "nearby peers --json", "nearby peers forget 5e6f7a8b"])
+  }
+
   public enum Bench {
     public static let quick = Flag("quick", help: "Fewer iterations: checks that every benchmark runs.")
     public static let only = Option<String>(
@@ -216,7 +238,7 @@ public enum NearbyCommands {
   public static let root = CommandSpec(
     name: "nearby", abstract: "Peer-to-peer messaging for machines on one LAN.",
     discussion: "Peers find each other with DNS-SD (Avahi), invite each other, and talk over TCP.",
-    subcommands: [Chat.spec, Browse.spec, Relay.spec, Bench.spec, Lab.spec],
+    subcommands: [Chat.spec, Browse.spec, Relay.spec, Peers.spec, Bench.spec, Lab.spec],
     examples: ["nearby chat --name alice", "nearby browse --timeout 5", "nearby help chat"])
 }
 

@@ -149,6 +149,9 @@ package struct ConnectionStateMachine: Sendable {
     case .roster(let roster):
       guard state == .connected, remoteIsRelay else { return unexpected(frame) }
       return ConnectionTransition(event: .roster(roster))
+    case .verify:
+      guard state == .connected else { return unexpected(frame) }
+      return ConnectionTransition(event: .verificationRequested)
     }
   }
 
@@ -329,7 +332,9 @@ package struct ConnectionStateMachine: Sendable {
   private mutating func fail(_ code: ErrorCode, _ message: String, now: Duration, reason: DisconnectReason? = nil) -> ConnectionTransition {
     enter(.closing, now: now)
     lastSent = now
-    let text = String(decoding: message.utf8.prefix(ProtocolLimits.maximumErrorMessageBytes), as: UTF8.self)
+    var text = message
+    // Whole characters only: cutting the UTF-8 inside one would grow it back past the limit.
+    while text.utf8.count > ProtocolLimits.maximumErrorMessageBytes { text.removeLast() }
     return ConnectionTransition(
       send: .error(code: code, message: text), event: .closed(reason ?? .protocolViolation("\(code): \(message)")),
       close: .shutdownAndLinger)
@@ -402,6 +407,8 @@ package enum ConnectionEvent: Hashable, Sendable {
   case undeliverable(Frame.Undeliverable)
   case roster(Frame.Roster)
   case roundTrip(Duration)
+  /// The peer's person asks to compare the verification code.
+  case verificationRequested
   /// The connection is over.
   case closed(DisconnectReason)
 }

@@ -12,6 +12,8 @@ package enum Frame: Hashable, Sendable {
   case error(code: ErrorCode, message: String)
   case roster(Roster)
   case undeliverable(Undeliverable)
+  /// VERIFY: the sender's person asks ours to compare the connection's verification code.
+  case verify
 
   /// The frame's type byte.
   package var type: FrameType {
@@ -28,6 +30,7 @@ package enum Frame: Hashable, Sendable {
     case .error: .error
     case .roster: .roster
     case .undeliverable: .undeliverable
+    case .verify: .verify
     }
   }
 }
@@ -40,7 +43,10 @@ extension Frame {
     package var capabilities: Capabilities
     package var peer: Peer
 
-    package init(minVersion: UInt8 = 1, maxVersion: UInt8 = 1, capabilities: Capabilities = [], peer: Peer) {
+    package init(
+      minVersion: UInt8 = UInt8(ProtocolLimits.version), maxVersion: UInt8 = UInt8(ProtocolLimits.version), capabilities: Capabilities = [],
+      peer: Peer
+    ) {
       self.minVersion = minVersion
       self.maxVersion = maxVersion
       self.capabilities = capabilities
@@ -93,11 +99,16 @@ extension Frame {
     package var origin: PeerID
     package var recipient: PeerID
     package var ids: [UInt64]
+    /// The recipient's Ed25519 signature over the receipt (PROTOCOL.md 9.5), present when
+    /// the receipt travels through relays; `nil` on a direct session, whose channel already
+    /// authenticates it.
+    package var signature: [UInt8]?
 
-    package init(origin: PeerID, recipient: PeerID, ids: [UInt64]) {
+    package init(origin: PeerID, recipient: PeerID, ids: [UInt64], signature: [UInt8]? = nil) {
       self.origin = origin
       self.recipient = recipient
       self.ids = ids
+      self.signature = signature
     }
   }
 
@@ -107,9 +118,13 @@ extension Frame {
       package var peer: Peer
       /// 1 for a peer connected to the relay itself.
       package var hops: UInt8
-      package init(peer: Peer, hops: UInt8) {
+      /// The peer's Ed25519 public key (32 bytes), which owns its id: what messages to it are
+      /// sealed for, and what its messages and receipts are checked with.
+      package var publicKey: [UInt8]
+      package init(peer: Peer, hops: UInt8, publicKey: [UInt8]) {
         self.peer = peer
         self.hops = hops
+        self.publicKey = publicKey
       }
     }
     package var kind: RosterKind

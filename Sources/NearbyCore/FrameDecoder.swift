@@ -194,7 +194,12 @@ extension FrameDecoder {
       var ids = [UInt64]()
       ids.reserveCapacity(count)
       for _ in 0..<count { ids.append(try reader.integer(UInt64.self, "ids")) }
-      frame = .delivered(Frame.Delivered(origin: origin, recipient: recipient, ids: ids))
+      var signature: [UInt8]?
+      if reader.remaining > 0 {
+        guard reader.remaining == 64 else { throw reader.malformed("\(reader.remaining) bytes after the ids: a signature is 64") }
+        signature = try reader.array(64, "signature")
+      }
+      frame = .delivered(Frame.Delivered(origin: origin, recipient: recipient, ids: ids, signature: signature))
     case .ping: frame = .ping(nonce: try reader.integer(UInt64.self, "nonce"))
     case .pong: frame = .pong(nonce: try reader.integer(UInt64.self, "nonce"))
     case .goodbye: frame = .goodbye(GoodbyeReason(rawValue: try reader.u8("reason")))
@@ -212,6 +217,8 @@ extension FrameDecoder {
       let recipient = try reader.peerID("recipient")
       frame = .undeliverable(
         Frame.Undeliverable(origin: origin, messageID: id, recipient: recipient, reason: UndeliverableReason(rawValue: try reader.u8("reason"))))
+    case .verify:
+      frame = .verify
     }
     try reader.expectEnd()
     return frame
@@ -260,8 +267,8 @@ extension FrameDecoder {
       if count > 1, Set(recipients).count != count { throw reader.malformed("a recipient is listed twice") }
     }
     let length = Int(try reader.integer(UInt32.self, "body length"))
-    guard length <= ProtocolLimits.maximumBodyLength else {
-      throw reader.malformed("body of \(length) bytes is longer than \(ProtocolLimits.maximumBodyLength)")
+    guard length <= ProtocolLimits.maximumSealedBodyLength else {
+      throw reader.malformed("body of \(length) bytes is longer than \(ProtocolLimits.maximumSealedBodyLength)")
     }
     let body = try reader.array(length, "body")
     return Frame.Message(id: id, sender: sender, timestamp: timestamp, hopLimit: hopLimit, recipients: recipients, body: body)
@@ -275,7 +282,7 @@ extension FrameDecoder {
       throw reader.malformed("count \(count) is above \(ProtocolLimits.maximumRosterEntries)")
     }
     var entries = [Frame.Roster.Entry]()
-    entries.reserveCapacity(min(count, reader.remaining / 18))
+    entries.reserveCapacity(min(count, reader.remaining / 50))
     for _ in 0..<count {
       let id = try reader.peerID("peerID")
       guard id.isValid else { throw reader.malformed("a roster peer id is all zeros") }
@@ -288,7 +295,8 @@ extension FrameDecoder {
       } catch {
         throw reader.malformed("a roster name is invalid: \(error)")
       }
-      entries.append(Frame.Roster.Entry(peer: Peer(id: id, name: name), hops: hops))
+      let key = try reader.array(32, "publicKey")
+      entries.append(Frame.Roster.Entry(peer: Peer(id: id, name: name), hops: hops, publicKey: key))
     }
     return Frame.Roster(kind: kind, entries: entries)
   }

@@ -35,6 +35,10 @@ package enum FrameEncoder {
       precondition(delivered.ids.count <= Int(UInt16.max), "too many ids")
       buffer.appendBigEndian(UInt16(delivered.ids.count))
       for id in delivered.ids { buffer.appendBigEndian(id) }
+      if let signature = delivered.signature {
+        precondition(signature.count == 64, "a receipt signature is 64 bytes")
+        buffer.append(contentsOf: signature)
+      }
     case .ping(let nonce), .pong(let nonce):
       buffer.appendBigEndian(nonce)
     case .goodbye(let reason):
@@ -53,12 +57,16 @@ package enum FrameEncoder {
         buffer.append(entry.peer.id)
         buffer.append(entry.hops)
         buffer.appendString8(entry.peer.name.value)
+        precondition(entry.publicKey.count == 32, "a roster key is 32 bytes")
+        buffer.append(contentsOf: entry.publicKey)
       }
     case .undeliverable(let report):
       buffer.append(report.origin)
       buffer.appendBigEndian(report.messageID)
       buffer.append(report.recipient)
       buffer.append(report.reason.rawValue)
+    case .verify:
+      break
     }
     let length = buffer.count - start - 4
     precondition(length <= Int(UInt32.max), "frame too long")

@@ -12,6 +12,7 @@ package enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
   case error = 0x0A
   case roster = 0x0B
   case undeliverable = 0x0C
+  case verify = 0x0D
 
   /// The name used in the specification and the test vectors (`HELLO`, `INVITE`, ...).
   package var description: String {
@@ -28,6 +29,7 @@ package enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case .error: "ERROR"
     case .roster: "ROSTER"
     case .undeliverable: "UNDELIVERABLE"
+    case .verify: "VERIFY"
     }
   }
 

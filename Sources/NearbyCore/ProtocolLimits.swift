@@ -7,6 +7,9 @@ package enum ProtocolLimits {
   package static let maximumFrameLength = 2_097_152
   /// The largest message body: 1 MiB.
   package static let maximumBodyLength = 1_048_576
+  /// The largest MESSAGE body on the wire: an end-to-end envelope of a 1 MiB body to 4 096
+  /// recipients (146 + 48 × 4 096 + 1 048 576 bytes).
+  package static let maximumSealedBodyLength = 1_245_330
   /// The largest number of recipients in one MESSAGE.
   package static let maximumRecipients = 4096
   /// The largest number of ids in one DELIVERED.

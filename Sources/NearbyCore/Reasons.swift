@@ -3,7 +3,7 @@ package struct Capabilities: OptionSet, Hashable, Sendable {
   package let rawValue: UInt32
   package init(rawValue: UInt32) { self.rawValue = rawValue }
 
-  /// Reserved for encrypted sessions in a later version; version 1 peers never set it.
+  /// Retired: version 1 reserved it for encryption, which version 2 always has. Sent as 0.
   package static let encryption = Capabilities(rawValue: 1 << 0)
   /// The sender is a relay: it forwards messages and sends ROSTER.
   package static let relay = Capabilities(rawValue: 1 << 1)

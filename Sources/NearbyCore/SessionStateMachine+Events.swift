@@ -17,7 +17,7 @@ extension SessionStateMachine {
       autoConnectDeclined(peerID, reason: reason)
       acceptHeldInvitation(from: peerID, now: now, into: &actions)
     case .message(let message):
-      deliver(message, on: id, into: &actions)
+      deliver(message, on: id, now: now, into: &actions)
     case .delivered(let delivered):
       acknowledged(delivered, on: id, into: &actions)
     case .undeliverable(let report):
@@ -34,6 +34,11 @@ extension SessionStateMachine {
       receivedRoster(roster, on: id, into: &actions)
     case .roundTrip:
       break
+    case .verificationRequested:
+      guard let peerID = connections[id]?.peerID, let peer = peers[peerID]?.peer, peers[peerID]?.session == id,
+        let code = connections[id]?.authenticated?.verificationCode
+      else { return }
+      actions.append(.emit(.verification(peer, code: code, askedByPeer: true)))
     case .closed(let reason):
       guard var record = connections[id] else { return }
       connectionEnded(&record, id: id, reason: reason, now: now, into: &actions)
@@ -131,6 +136,18 @@ extension SessionStateMachine {
     switch configuration.acceptPolicy {
     case .none:
       decline(id, reason: .notAllowed, now: now, into: &actions)
+    case .known:
+      if configuration.verifiedPeers.contains(peerID) {
+        if let limit = configuration.maximumPeers, connectedCount >= limit {
+          decline(id, reason: .busy, now: now, into: &actions)
+        } else {
+          answer(id, accept: true, now: now, into: &actions)
+        }
+      } else {
+        actions.append(
+          .emit(.error(.rejected("declined the invitation of \(peer): only verified peers are accepted (compare codes with /verify, then /trust)"))))
+        decline(id, reason: .notAllowed, now: now, into: &actions)
+      }
     case .all:
       if let limit = configuration.maximumPeers, connectedCount >= limit {
         decline(id, reason: .busy, now: now, into: &actions)
@@ -201,7 +218,9 @@ extension SessionStateMachine {
     record.announcedReachable = false
     peers[peerID] = record
     autoConnect[peerID] = nil
-    actions.append(.emit(.connected(record.peer)))
+    let code = connections[id]?.authenticated?.verificationCode ?? ""
+    let security = PeerSecurity(verificationCode: code, isVerified: configuration.verifiedPeers.contains(peerID))
+    actions.append(.emit(.connected(record.peer, security)))
     relaySessionEstablished(id, peerID: peerID, into: &actions)
     // 6.3: the losing crossing connection(s) are closed.
     for (other, connection) in connections where other != id && connection.peerID == peerID && connection.held {

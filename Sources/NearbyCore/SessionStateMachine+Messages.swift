@@ -75,8 +75,10 @@ extension SessionStateMachine {
 
   /// Where a message to some recipients goes right now.
   package struct Routing {
-    /// The connections to queue it on, in order.
+    /// The connections to queue it on, in order (direct sessions and relay routes).
     package var targets: [ConnectionID] = []
+    /// The direct sessions that get the message as it is (the channel protects it).
+    var direct: [ConnectionID] = []
     /// Recipients reached through a relay, with the relay's connection.
     var relayed: [PeerID: ConnectionID] = [:]
     /// Named recipients that cannot be reached.
@@ -94,16 +96,19 @@ extension SessionStateMachine {
     var routing = Routing()
     switch recipients {
     case .all:
-      for (peerID, record) in peers where peerID != localPeer.id {
+      // Everyone: every peer with a session (relays are not chat participants), and every
+      // peer reached through a relay, sealed end to end (its key came with the roster).
+      for (peerID, record) in peers where peerID != localPeer.id && !record.isRelay {
         if let id = record.session {
-          routing.targets.append(id)
-        } else if !record.isRelay, let route = record.bestRoute {
+          routing.direct.append(id)
+        } else if let route = record.bestRoute, record.publicKey != nil {
           routing.relayed[peerID] = route
         }
       }
-      for route in Set(routing.relayed.values) where !routing.targets.contains(route) { routing.targets.append(route) }
+      routing.direct.sort()
+      routing.targets = routing.direct
+      for route in Set(routing.relayed.values).sorted() where !routing.targets.contains(route) { routing.targets.append(route) }
       if routing.targets.isEmpty { throw .notConnected([]) }
-      routing.targets.sort()
     case .peers(let ids):
       var unique: [PeerID] = []
       for id in ids where !unique.contains(id) { unique.append(id) }
@@ -114,8 +119,9 @@ extension SessionStateMachine {
       routing.addressed = unique
       for peerID in unique {
         if let id = peers[peerID]?.session {
+          if !routing.direct.contains(id) { routing.direct.append(id) }
           if !routing.targets.contains(id) { routing.targets.append(id) }
-        } else if let route = peers[peerID]?.bestRoute {
+        } else if let route = peers[peerID]?.bestRoute, peers[peerID]?.publicKey != nil {
           routing.relayed[peerID] = route
           if !routing.targets.contains(route) { routing.targets.append(route) }
         } else {
@@ -124,7 +130,7 @@ extension SessionStateMachine {
       }
       if routing.targets.isEmpty { throw .notConnected(routing.unreachable) }
     }
-    for id in routing.targets {
+    for id in routing.direct {
       // A direct session expects an acknowledgement from its peer (relays do not consume).
       guard let peerID = connection(id, { $0.peerID }) ?? nil, peerRecord(peerID, { $0.isRelay }) != true else { continue }
       if !routing.addressed.isEmpty, !routing.addressed.contains(peerID) { continue }
@@ -169,17 +175,37 @@ extension SessionStateMachine {
     let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: routing.addressed, body: body)
     for id in routing.targets { updateConnection(id) { $0.machine?.noteSent(now: now) } }
     for id in routing.answering { updateConnection(id) { $0.unacked.append(messageID) } }
-    if !routing.relayed.isEmpty { relayPending[messageID] = routing.relayed }
-    let failures = routing.unreachable.map { DeliveryFailure(peerID: $0, peer: peers[$0]?.peer, reason: .notConnected) }
+    var failures = routing.unreachable.map { DeliveryFailure(peerID: $0, peer: peers[$0]?.peer, reason: .notConnected) }
+    // Through each relay: one envelope for the recipients behind it, which only they can
+    // open and nobody but us can have written.
+    var sealed: [(Frame.Message, ConnectionID)] = []
+    var relayed = routing.relayed
+    for route in Set(routing.relayed.values).sorted() {
+      let recipients = routing.relayed.filter { $0.value == route }.map(\.key).sorted()
+      let header = EnvelopeHeader(origin: localPeer.id, messageID: messageID, timestamp: timestamp, recipients: recipients)
+      let keys = recipients.map { peers[$0]?.publicKey ?? [] }
+      switch configuration.endToEnd.seal(body, header: header, toEveryone: routing.addressed.isEmpty, recipientKeys: keys) {
+      case .success(let envelope):
+        sealed.append((Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: recipients, body: envelope), route))
+      case .failure(let error):
+        for recipient in recipients {
+          relayed[recipient] = nil
+          failures.append(DeliveryFailure(peerID: recipient, peer: peers[recipient]?.peer, reason: .sealingFailed(error.description)))
+        }
+      }
+    }
+    if !relayed.isEmpty { relayPending[messageID] = relayed }
     for failure in failures {
       actions.append(
-        .emit(.error(.undelivered(messageID: MessageID(rawValue: messageID), peer: failure.peer, peerID: failure.peerID, reason: .notConnected))))
+        .emit(.error(.undelivered(messageID: MessageID(rawValue: messageID), peer: failure.peer, peerID: failure.peerID, reason: failure.reason))))
     }
-    if let report = ledger.record(messageID, recipients: routing.expected.count + failures.count, failures: failures), reportsSettlements {
+    let expected = routing.expected.filter { relayed[$0] != nil || routing.relayed[$0] == nil }
+    if let report = ledger.record(messageID, recipients: expected.count + failures.count, failures: failures), reportsSettlements {
       actions.append(.settled(report))
     }
-    actions.append(.sendMessage(message, routing.targets))
-    return (MessageID(rawValue: messageID), routing.expected)
+    if !routing.direct.isEmpty { actions.append(.sendMessage(message, routing.direct)) }
+    for (envelope, route) in sealed { actions.append(.sendMessage(envelope, [route])) }
+    return (MessageID(rawValue: messageID), expected)
   }
 
   /// The connections a message to `recipients` would be queued on (for a shell that waits
@@ -188,10 +214,10 @@ extension SessionStateMachine {
     var result: [ConnectionID] = []
     switch recipients {
     case .all:
-      for (peerID, record) in peers where peerID != localPeer.id {
+      for (peerID, record) in peers where peerID != localPeer.id && !record.isRelay {
         if let id = record.session {
           if !result.contains(id) { result.append(id) }
-        } else if !record.isRelay, let route = record.bestRoute, !result.contains(route) {
+        } else if let route = record.bestRoute, record.publicKey != nil, !result.contains(route) {
           result.append(route)
         }
       }
@@ -239,13 +265,25 @@ extension SessionStateMachine {
     }
   }
 
-  mutating func deliver(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
-    if deduplicates, !seen.insert(sender: message.sender, id: message.id) {
-      relayStatistics.duplicatesDropped += 1
+  mutating func deliver(_ message: Frame.Message, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+    // An envelope: written by someone else and passed on by a relay, or, at a relay, sent by
+    // its origin for peers behind us. Anything else is direct.
+    let forOthers = isRelay && !message.recipients.isEmpty && !message.recipients.contains(localPeer.id)
+    guard message.sender == connection(id, { $0.peerID }) ?? nil, !forOthers else {
+      deliverRelayed(message, on: id, into: &actions)
       return
     }
-    if isRelay {
-      forward(message, from: id, into: &actions)
+    // Direct: the channel authenticated it, and its body is the message.
+    guard message.body.count <= ProtocolLimits.maximumBodyLength else {
+      let transition = connections[id]!.machine!.reject(
+        .malformedFrame, "a MESSAGE body of \(message.body.count) bytes is longer than \(ProtocolLimits.maximumBodyLength)", now: now)
+      perform(transition, on: id, now: now, into: &actions)
+      return
+    }
+    // (A relay keeps direct messages out of its memory of forwarded ones: the same id may
+    // come sealed next, for the peers behind it.)
+    if deduplicates, !isRelay, !seen.insert(sender: message.sender, id: message.id) {
+      relayStatistics.duplicatesDropped += 1
       return
     }
     if message.isPrivate, !message.recipients.contains(localPeer.id) {
@@ -253,15 +291,52 @@ extension SessionStateMachine {
       actions.append(.send(id, .undeliverable(report)))
       return
     }
-    let from: Peer
-    if let known = peerRecord(message.sender, { $0.peer }) {
-      from = known
-    } else {
-      // A peer behind a relay whose roster entry has not arrived (yet): name it by its id.
-      from = Peer(id: message.sender, name: try! DisplayName("peer-\(message.sender.shortHex)"))
-    }
+    guard let from = peerRecord(message.sender, { $0.peer }) else { return }
     let received = ReceivedMessage(
       id: MessageID(rawValue: message.id), from: from, isPrivate: message.isPrivate, timestamp: message.timestamp, body: message.body)
+    actions.append(.deliver(received, from: id))
+  }
+
+  /// A message a relay passed on: it is delivered (or, by a relay, forwarded) only once its
+  /// origin's signature checks out with the origin's key, so a relay can neither alter nor
+  /// invent messages, nor make a real one look like a copy by sending a forgery first.
+  private mutating func deliverRelayed(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
+    let relay = connectionPeer(id)
+    func tampered(_ detail: String) {
+      relayStatistics.forgeriesDropped += 1
+      actions.append(.emit(.error(.relayTampered(relay: relay, origin: message.sender, detail: detail))))
+    }
+    guard let originKey = peerRecord(message.sender, { $0.publicKey }) ?? nil else {
+      tampered("no key is known for its origin: it names a peer no roster has announced")
+      return
+    }
+    let header = EnvelopeHeader(message)
+    if isRelay {
+      if case .failure(let error) = configuration.endToEnd.verify(message.body, header: header, originKey: originKey) {
+        tampered("\(error.name): \(error)")
+        return
+      }
+      guard seen.insert(sender: message.sender, id: message.id) else {
+        relayStatistics.duplicatesDropped += 1
+        return
+      }
+      forward(message, from: id, into: &actions)
+      return
+    }
+    let opened: OpenedEnvelope
+    switch configuration.endToEnd.open(message.body, header: header, originKey: originKey) {
+    case .success(let envelope): opened = envelope
+    case .failure(let error):
+      tampered("\(error.name): \(error)")
+      return
+    }
+    guard seen.insert(sender: message.sender, id: message.id) else {
+      relayStatistics.duplicatesDropped += 1
+      return
+    }
+    guard let from = peerRecord(message.sender, { $0.peer }) else { return }
+    let received = ReceivedMessage(
+      id: MessageID(rawValue: message.id), from: from, isPrivate: !opened.toEveryone, timestamp: message.timestamp, body: opened.body)
     actions.append(.deliver(received, from: id))
   }
 
@@ -271,6 +346,18 @@ extension SessionStateMachine {
       return
     }
     guard let peer = peers[delivered.recipient]?.peer else { return }
+    if delivered.recipient != connection(id, { $0.peerID }) ?? nil {
+      // Passed on by a relay: only the recipient's signature makes it a receipt.
+      let key = peers[delivered.recipient]?.publicKey ?? []
+      guard let signature = delivered.signature,
+        configuration.endToEnd.isValidReceipt(signature, origin: localPeer.id, recipient: delivered.recipient, ids: delivered.ids, recipientKey: key)
+      else {
+        relayStatistics.forgeriesDropped += 1
+        let detail = delivered.signature == nil ? "a receipt without the recipient's signature" : "a receipt whose signature is not the recipient's"
+        actions.append(.emit(.error(.relayTampered(relay: connectionPeer(id), origin: delivered.recipient, detail: detail))))
+        return
+      }
+    }
     let direct = peers[delivered.recipient]?.session
     for messageID in delivered.ids {
       if let direct, updateConnection(direct, { $0.unacked.remove(messageID) }) == true {
@@ -300,10 +387,14 @@ extension SessionStateMachine {
     }
     for group in groups {
       guard updateConnection(group.connection, { $0.machine?.state == .connected }) == true else { continue }
+      // A receipt that a relay carries back is signed, so that the origin can trust it.
+      let relayed = connection(group.connection, { $0.peerID }) ?? nil != group.origin
       var start = 0
       while start < group.ids.count {
         let end = min(start + ProtocolLimits.maximumDeliveredIDs, group.ids.count)
-        let frame = Frame.Delivered(origin: group.origin, recipient: localPeer.id, ids: Array(group.ids[start..<end]))
+        let ids = Array(group.ids[start..<end])
+        let signature = relayed ? configuration.endToEnd.signReceipt(origin: group.origin, ids: ids) : nil
+        let frame = Frame.Delivered(origin: group.origin, recipient: localPeer.id, ids: ids, signature: signature)
         actions.append(.send(group.connection, .delivered(frame)))
         start = end
       }

@@ -14,14 +14,15 @@ extension SessionStateMachine {
   var deduplicates: Bool { isRelay || connections.values.contains { $0.toRelay } }
 
   /// Peers on the roster we would give to the peer on `excluded`: every non-relay peer we
-  /// reach, with the hops from us (1: connected to us).
+  /// reach and whose key we know, with the hops from us (1: connected to us).
   func rosterEntries(excluding excluded: ConnectionID) -> [Frame.Roster.Entry] {
     var entries: [Frame.Roster.Entry] = []
     for (id, record) in peers where id != localPeer.id && !record.isRelay {
+      guard let key = record.publicKey else { continue }
       if let session = record.session {
-        if session != excluded { entries.append(Frame.Roster.Entry(peer: record.peer, hops: 1)) }
+        if session != excluded { entries.append(Frame.Roster.Entry(peer: record.peer, hops: 1, publicKey: key)) }
       } else if let hops = bestHops(record, excluding: excluded) {
-        entries.append(Frame.Roster.Entry(peer: record.peer, hops: hops + 1))
+        entries.append(Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key))
       }
     }
     return entries.sorted { $0.peer.id < $1.peer.id }
@@ -50,9 +51,9 @@ extension SessionStateMachine {
     peers[peerID]?.isRelay = remoteIsRelay
     guard isRelay else { return }
     actions.append(.send(id, .roster(Frame.Roster(kind: .full, entries: rosterEntries(excluding: id)))))
-    guard !remoteIsRelay, let peer = peers[peerID]?.peer else { return }
+    guard !remoteIsRelay, let peer = peers[peerID]?.peer, let key = peers[peerID]?.publicKey else { return }
     for (other, _) in sessionConnections where other != id {
-      actions.append(.send(other, .roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: peer, hops: 1)]))))
+      actions.append(.send(other, .roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: peer, hops: 1, publicKey: key)]))))
     }
   }
 
@@ -88,7 +89,16 @@ extension SessionStateMachine {
     }
     for entry in roster.entries where entry.peer.id != localPeer.id {
       let other = entry.peer.id
+      // The key must own the id: a relay cannot slip its own key in for someone else's.
+      guard configuration.endToEnd.owns(entry.publicKey, other) else {
+        relayStatistics.forgeriesDropped += 1
+        actions.append(
+          .emit(.error(.relayTampered(relay: connectionPeer(id), origin: other, detail: "its roster gives this peer a key that does not own its id")))
+        )
+        continue
+      }
       if peers[other] == nil { peers[other] = PeerRecord(peer: entry.peer) }
+      if peers[other]?.publicKey == nil { peers[other]?.publicKey = entry.publicKey }
       if roster.kind == .remove {
         peers[other]?.routes[id] = nil
       } else if entry.hops >= 1, entry.hops <= Self.maximumRouteHops {
@@ -109,12 +119,13 @@ extension SessionStateMachine {
       if isRelay {
         guard !record.isRelay else { continue }
         // Tell every other peer the new distance (or that it is gone).
+        guard let key = record.publicKey else { continue }
         for (connection, _) in sessionConnections where connection != source && record.session != connection {
           if let hops = record.session != nil ? 0 : bestHops(record, excluding: connection) {
-            let entry = Frame.Roster.Entry(peer: record.peer, hops: hops + 1)
+            let entry = Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key)
             actions.append(.send(connection, .roster(Frame.Roster(kind: .add, entries: [entry]))))
           } else {
-            let entry = Frame.Roster.Entry(peer: record.peer, hops: 1)
+            let entry = Frame.Roster.Entry(peer: record.peer, hops: 1, publicKey: key)
             actions.append(.send(connection, .roster(Frame.Roster(kind: .remove, entries: [entry]))))
           }
         }
@@ -157,7 +168,10 @@ extension SessionStateMachine {
         } else if canGoFurther {
           target = peers[recipient]?.bestRoute
         }
-        guard let target, target != incoming else {
+        // A recipient that is reached back the way the message came: the previous relay
+        // delivers it (split horizon), so nothing is reported.
+        if target == incoming { continue }
+        guard let target else {
           let reason: UndeliverableReason = canGoFurther || peers[recipient]?.routes.isEmpty != false ? .unknownRecipient : .hopLimit
           if reason == .hopLimit { relayStatistics.hopLimitDrops += 1 } else { relayStatistics.unknownRecipients += 1 }
           let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: recipient, reason: reason)

@@ -40,6 +40,25 @@ extension SessionStateMachine {
     perform(transition, on: id, now: now, into: &actions)
   }
 
+  /// The person wants to compare codes with `peer`: the code is reported here
+  /// (``SessionEvent/verification(_:code:askedByPeer:)``) and the peer is asked to show it too.
+  package mutating func requestVerification(_ peerID: PeerID, into actions: inout [SessionAction]) {
+    guard let session = peers[peerID]?.session, let peer = peers[peerID]?.peer,
+      let code = connections[session]?.authenticated?.verificationCode
+    else {
+      let name = peers[peerID]?.peer.description ?? peerID.hex
+      actions.append(.emit(.error(.rejected("not connected to \(name) directly: codes are compared on a direct session"))))
+      return
+    }
+    actions.append(.send(session, .verify))
+    actions.append(.emit(.verification(peer, code: code, askedByPeer: false)))
+  }
+
+  /// The person compared the code (or took it back): the peer counts as verified.
+  package mutating func setVerified(_ peerID: PeerID, _ verified: Bool) {
+    if verified { configuration.verifiedPeers.insert(peerID) } else { configuration.verifiedPeers.remove(peerID) }
+  }
+
   /// The verification code of the session with `peer`, while it is connected directly.
   package func verificationCode(of peer: PeerID) -> String? {
     guard let session = peers[peer]?.session else { return nil }

@@ -24,6 +24,10 @@ package struct SessionStateMachine: Sendable {
     package var seenMessagesCapacity = 65_536
     /// Invite every peer that is found (relays: `--connect-found`).
     package var connectFound = false
+    /// Sealing and opening of messages through relays (PROTOCOL.md 9.4).
+    package var endToEnd: any EndToEndCrypto = NoEndToEndCrypto()
+    /// Peers whose code the person compared (``AcceptPolicy/known`` accepts them).
+    package var verifiedPeers: Set<PeerID> = []
 
     package init(local: Peer) { self.local = local }
 
@@ -76,7 +80,7 @@ package struct SessionStateMachine: Sendable {
     }
   }
 
-  package private(set) var configuration: Configuration
+  package internal(set) var configuration: Configuration
   var connections: [ConnectionID: ConnectionRecord] = [:]
   var peers: [PeerID: PeerRecord] = [:]
   /// Invitations waiting for the person's answer, oldest first.

@@ -55,6 +55,29 @@ public enum AcceptPolicy: String, Hashable, Sendable, CaseIterable {
   case all
   /// Decline every invitation (peers on the allow-list are still accepted).
   case none
+  /// Accept invitations from peers whose verification code the person compared (``PeerSecurity/isVerified``),
+  /// decline every other.
+  case known
+}
+
+/// What the handshake of a session proved, and what the person checked.
+public struct PeerSecurity: Hashable, Sendable {
+  /// The six digits both sides can compare (the same on both ends unless someone in the
+  /// middle terminated the connection).
+  public let verificationCode: String
+  /// The person compared the code with the peer's (``NearbySession/trust(_:)``), in this
+  /// run or an earlier one: the peer's key is the one they checked.
+  public let isVerified: Bool
+
+  package init(verificationCode: String, isVerified: Bool) {
+    self.verificationCode = verificationCode
+    self.isVerified = isVerified
+  }
+
+  /// Six digits in two groups for people to read aloud: `"042 917"`.
+  public var groupedCode: String {
+    verificationCode.count == 6 ? String(verificationCode.prefix(3)) + " " + String(verificationCode.suffix(3)) : verificationCode
+  }
 }
 
 /// An invitation waiting for our answer.
@@ -105,6 +128,9 @@ public enum UndeliveredReason: Hashable, Sendable, CustomStringConvertible {
   case remote(UndeliverableReason)
   /// The session shut down first.
   case shuttingDown
+  /// It had to go through a relay, and could not be sealed for the recipient (for example:
+  /// no key known for it).
+  case sealingFailed(String)
 
   public var description: String {
     switch self {
@@ -113,6 +139,7 @@ public enum UndeliveredReason: Hashable, Sendable, CustomStringConvertible {
     case .queueFull: "the send queue is full (the peer reads too slowly)"
     case .remote(let reason): "reported undeliverable (\(reason))"
     case .shuttingDown: "the session shut down"
+    case .sealingFailed(let detail): "it could not be sealed end to end (\(detail))"
     }
   }
 }
@@ -131,6 +158,9 @@ public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
   /// dialled, or speaks an older protocol. `detail` names the cause; the connection was
   /// closed and nothing from it was delivered.
   case authenticationFailed(peer: Peer?, detail: String)
+  /// A message or receipt that a relay passed on failed its end-to-end check (its origin's
+  /// signature, its encryption to us): the relay altered or invented it. It was dropped.
+  case relayTampered(relay: Peer?, origin: PeerID, detail: String)
 
   public var description: String {
     switch self {
@@ -143,6 +173,8 @@ public enum SessionError: Error, Hashable, Sendable, CustomStringConvertible {
       "protocol error\(peer.map { " from \($0)" } ?? ""): \(detail)"
     case .authenticationFailed(let peer, let detail):
       "could not authenticate \(peer.map(\.description) ?? "a connection"): \(detail)"
+    case .relayTampered(let relay, let origin, let detail):
+      "the relay \(relay.map(\.description) ?? "?") passed on something claiming to come from \(origin.shortHex) that fails its end-to-end check (\(detail)): the relay altered or invented it, and it was dropped"
     }
   }
 }
@@ -157,7 +189,8 @@ public enum SessionEvent: Hashable, Sendable {
   /// A pending invitation went away unanswered (timeout, or the inviter left).
   case invitationWithdrawn(Peer, String)
   case connecting(Peer)
-  case connected(Peer)
+  /// A session is established: the peer is authenticated (its key owns its id).
+  case connected(Peer, PeerSecurity)
   /// Our invitation was declined (`timeout` when nobody answered).
   case declined(Peer, DeclineReason)
   case disconnected(Peer, DisconnectReason)
@@ -171,6 +204,14 @@ public enum SessionEvent: Hashable, Sendable {
   case unreachable(Peer)
   /// Something about the session itself: listening, advertising, discovery trouble.
   case status(SessionStatus)
+  /// Compare this code with the peer's person (on screen or aloud); `askedByPeer` when the
+  /// peer's person asked for it. Equal codes: nobody is in the middle; then trust the peer.
+  case verification(Peer, code: String, askedByPeer: Bool)
+  /// The person confirmed the peer's code: its key is remembered as verified.
+  case trusted(Peer)
+  /// A peer presents itself under the name of a peer you verified, with another key: it is
+  /// someone else (or the same person with a new identity). Nothing was trusted.
+  case impostorWarning(Peer, verified: Peer)
 }
 
 /// News about the session itself rather than about a peer.
@@ -228,5 +269,8 @@ public struct RelayStatistics: Hashable, Sendable {
   public var unknownRecipients: UInt64 = 0
   public var hopLimitDrops: UInt64 = 0
   public var queueFullDrops: UInt64 = 0
+  /// Messages and receipts that failed their end-to-end check (altered or invented on the
+  /// way) and were dropped.
+  public var forgeriesDropped: UInt64 = 0
   public init() {}
 }

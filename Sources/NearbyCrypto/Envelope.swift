@@ -143,6 +143,7 @@ package enum Envelope {
     guard
       let body = AEAD.open(.chacha20Poly1305, key: contentKey, nonce: HandshakeKeySchedule.zeroNonce, additionalData: [], sealed: sealedBody)
     else { throw .decryptFailed }
+    guard body.count <= ProtocolLimits.maximumBodyLength else { throw .bodyTooLarge(body.count) }
     return Opened(body: body, flags: flags)
   }
 

@@ -34,6 +34,26 @@ package enum EnvelopeError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A receipt's bytes do not have the receipt layout.
   case malformedReceipt(String)
 
+  /// The case's name, as in the specification (`invalidSignature`, ...).
+  package var name: String {
+    switch self {
+    case .originKeyMismatch: "originKeyMismatch"
+    case .recipientKeyMismatch: "recipientKeyMismatch"
+    case .invalidRecipientKey: "invalidRecipientKey"
+    case .invalidRecipients: "invalidRecipients"
+    case .bodyTooLarge: "bodyTooLarge"
+    case .malformed: "malformed"
+    case .unsupportedFormat: "unsupportedFormat"
+    case .invalidSignature: "invalidSignature"
+    case .notARecipient: "notARecipient"
+    case .keyUnwrapFailed: "keyUnwrapFailed"
+    case .keyCommitmentMismatch: "keyCommitmentMismatch"
+    case .decryptFailed: "decryptFailed"
+    case .invalidReceiptSignature: "invalidReceiptSignature"
+    case .malformedReceipt: "malformedReceipt"
+    }
+  }
+
   package var description: String {
     switch self {
     case .originKeyMismatch(let origin, let owner):

@@ -4,7 +4,7 @@ import NearbyCore
 /// chunks of any size), bytes to send and the outcome out. It does no I/O and reads no
 /// clock; its only randomness is the ephemeral key pair it is given.
 ///
-/// Four messages (PROTOCOL-v2-crypto.md): (1) the initiator commits to its ephemeral key and
+/// Four messages (PROTOCOL.md sections 3.4–3.6): (1) the initiator commits to its ephemeral key and
 /// announces its ciphers; (2) the responder sends its ephemeral key and ciphers; (3) the
 /// initiator reveals its ephemeral key and sends its identity, encrypted under keys from the
 /// X25519 exchange and signed over the transcript; (4) the responder sends its identity the

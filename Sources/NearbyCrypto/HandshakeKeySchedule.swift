@@ -1,5 +1,5 @@
-/// The handshake's hash chain and key derivations (PROTOCOL-v2-crypto.md, "Transcript and
-/// keys"). `H` is unkeyed BLAKE2b-256; `MAC(k, x)` is BLAKE2b-256 keyed with `k`.
+/// The handshake's hash chain and key derivations (PROTOCOL.md section 3.5, "Transcript
+/// and keys"). `H` is unkeyed BLAKE2b-256; `MAC(k, x)` is BLAKE2b-256 keyed with `k`.
 enum HandshakeKeySchedule {
   typealias Label = SecureProtocol.Label
 

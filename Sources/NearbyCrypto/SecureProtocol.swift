@@ -1,6 +1,6 @@
 import NearbyCore
 
-/// The numbers, frame types and labels of protocol version 2 (PROTOCOL-v2-crypto.md) in
+/// The numbers, frame types and labels of protocol version 2 (PROTOCOL.md section 3) in
 /// one place.
 package enum SecureProtocol {
   /// The protocol version the handshake negotiates.

@@ -152,7 +152,7 @@ public actor RelayService {
       write(.info, "invitation", fields(invitation.peer))
     case .invitationWithdrawn(let peer, let reason): write(.debug, "invitation-withdrawn", fields(peer, ["reason": reason]))
     case .connecting(let peer): write(.debug, "connecting", fields(peer))
-    case .connected(let peer): write(.info, "connected", fields(peer))
+    case .connected(let peer, _): write(.info, "connected", fields(peer))
     case .declined(let peer, let reason): write(.info, "declined", fields(peer, ["reason": "\(reason)"]))
     case .disconnected(let peer, let reason): write(.info, "disconnected", fields(peer, ["reason": "\(reason)"]))
     case .message(let message): write(.debug, "message", fields(message.from, ["bytes": "\(message.body.count)"]))
@@ -160,6 +160,9 @@ public actor RelayService {
     case .reachable(let peer, let relay): write(.info, "reachable", fields(peer, ["via": relay.id.hex]))
     case .unreachable(let peer): write(.info, "unreachable", fields(peer))
     case .error(let error): write(.warning, "error", ["error": error.description])
+    case .verification(let peer, let code, _): write(.info, "verification", fields(peer, ["code": code]))
+    case .trusted(let peer): write(.info, "trusted", fields(peer))
+    case .impostorWarning(let peer, let verified): write(.warning, "impostor", fields(peer, ["verified_id": verified.id.hex]))
     }
   }
 
@@ -194,7 +197,7 @@ public actor RelayService {
         "queued_bytes_max": "\(depths.first ?? 0)", "queued_bytes_total": "\(depths.reduce(0, +))",
         "forwarded": "\(stats.forwardedMessages)", "dropped_duplicate": "\(stats.duplicatesDropped)",
         "dropped_unknown_recipient": "\(stats.unknownRecipients)", "dropped_hop_limit": "\(stats.hopLimitDrops)",
-        "dropped_queue_full": "\(stats.queueFullDrops)",
+        "dropped_queue_full": "\(stats.queueFullDrops)", "dropped_forged": "\(stats.forgeriesDropped)",
       ])
     lastStats = stats
     lastStatsAt = now

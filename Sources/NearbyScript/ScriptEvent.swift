@@ -32,7 +32,7 @@ public struct ScriptEvent: Sendable, Equatable {
       self.init(kind: kind, peers: peers, text: text, display: display)
     case .sent(_, let text, let peers, _): self.init(kind: .sent, peers: peers, text: text, display: display)
     case .peers(let found): self.init(kind: .peers, peers: found.map(\.peer), text: display)
-    case .who(let connected): self.init(kind: .who, peers: connected, text: display)
+    case .who(let connected, _): self.init(kind: .who, peers: connected, text: display)
     case .relayed(let relayed): self.init(kind: .relayed, peers: relayed.map(\.peer), text: display)
     case .invitations(let pending): self.init(kind: .invitations, peers: pending.map(\.peer), text: display)
     case .notice(let text): self.init(kind: .notice, text: text, display: display)
@@ -51,17 +51,21 @@ public struct ScriptEvent: Sendable, Equatable {
     case .invitation(let invitation): return (.invitation, [invitation.peer], String(decoding: invitation.context, as: UTF8.self))
     case .invitationWithdrawn(let peer, let reason): return (.invitationWithdrawn, [peer], reason)
     case .connecting(let peer): return (.connecting, [peer], display)
-    case .connected(let peer): return (.connected, [peer], display)
+    case .connected(let peer, _): return (.connected, [peer], display)
     case .declined(let peer, let reason): return (.declined, [peer], reason.description)
     case .disconnected(let peer, let reason): return (.disconnected, [peer], reason.description)
     case .message(let message): return (.message, [message.from], String(decoding: message.body, as: UTF8.self))
     case .delivered(_, let peer): return (.delivered, [peer], display)
     case .reachable(let peer, let relay): return (.reachable, [peer], relay.name.value)
     case .unreachable(let peer): return (.unreachable, [peer], display)
+    case .verification(let peer, let code, _): return (.verification, [peer], code)
+    case .trusted(let peer): return (.trusted, [peer], display)
+    case .impostorWarning(let peer, let verified): return (.impostor, [peer, verified], display)
     case .error(let error):
       let peer: Peer? =
         switch error {
         case .undelivered(_, let peer, _, _), .connectFailed(let peer, _), .protocolError(let peer, _), .authenticationFailed(let peer, _): peer
+        case .relayTampered(let relay, _, _): relay
         case .rejected: nil
         }
       return (.error, peer.map { [$0] } ?? [], error.description)

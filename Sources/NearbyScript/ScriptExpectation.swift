@@ -7,6 +7,7 @@ public enum ScriptEventKind: String, Sendable, CaseIterable {
   case message, sent, delivered, error, notice
   case peers, who, invitations, foreign, rejected
   case reachable, unreachable, relayed
+  case verification, trusted, impostor
 
   /// Parses a name from a script: the JSON name, any case; `withdrawn` for `invitationWithdrawn`.
   public init?(scriptName: String) {
@@ -35,6 +36,7 @@ public enum ScriptEventKind: String, Sendable, CaseIterable {
     case .declined, .disconnected, .invitationWithdrawn, .rejected, .foreign: "the reason"
     case .error, .notice: "the message"
     case .advertised: "the advertised instance name"
+    case .verification: "the six-digit code"
     default: "the line as printed"
     }
   }

@@ -145,9 +145,9 @@ public struct ChatLineStyler: Sendable {
       guard let previousName, previousName != discovered.peer.name.value else { return [] }
       let label = EventFormatter.label(discovered.peer)
       return notices("* \(EventFormatter.sanitize(previousName)) is now called \(label)", now: now, style: .dim)
-    case .event(.invitation):
+    case .event(.invitation), .event(.verification):
       return notices(plain.render(line), now: now, style: .attention)
-    case .event(.error), .error:
+    case .event(.error), .event(.impostorWarning), .error:
       return notices(plain.render(line), now: now, style: .error)
     case .ready:
       return notices(plain.render(line).map { $0 + ", /help keys for the keys, Ctrl-D leaves" }, now: now, style: .dim)

@@ -21,7 +21,7 @@ public struct PeerRoster: Equatable, Sendable {
     switch line {
     case .event(let event): apply(event)
     case .peers(let peers): found = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
-    case .who(let peers): connected = Dictionary(peers.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    case .who(let peers, _): connected = Dictionary(peers.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
     case .invitations(let pending): inviting = Dictionary(pending.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
     case .relayed(let peers): relayed = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
     case .ready, .sent, .settled, .notice, .error: break
@@ -34,7 +34,7 @@ public struct PeerRoster: Equatable, Sendable {
     case .lost(let peer): found[peer.id] = nil
     case .invitation(let invitation): inviting[invitation.peer.id] = invitation.peer
     case .invitationWithdrawn(let peer, _): inviting[peer.id] = nil
-    case .connected(let peer):
+    case .connected(let peer, _):
       connected[peer.id] = peer
       inviting[peer.id] = nil
     case .disconnected(let peer, _): connected[peer.id] = nil

@@ -4,7 +4,8 @@ import NearbyChat
 extension TerminalChatModel {
   /// Puts a chat line into the conversation it belongs to: a private message into the one
   /// with its peer (opened if needed), a public one and news about the session and peers into
-  /// the one with everyone (news about a peer also into the one with that peer), answers to
+  /// the one with everyone (news about a peer also into the one with that peer; a warning
+  /// about an impostor into the one with the peer it pretends to be), answers to
   /// commands into the one shown. Rings the bell for a private message, an invitation or a
   /// mention of our name that lands in a conversation not shown.
   mutating func show(_ line: ChatLine, into screen: inout String, effects: inout [Effect]) {
@@ -45,8 +46,9 @@ extension TerminalChatModel {
         conversations[index].peer = discovered.peer
       }
       add(styler.entries(for: line, now: now, previousName: previousName), to: 0)
-    case .event(.connected(let peer)), .event(.disconnected(let peer, _)), .event(.declined(let peer, _)), .event(.lost(let peer)),
-      .event(.invitationWithdrawn(let peer, _)), .event(.reachable(let peer, _)), .event(.unreachable(let peer)):
+    case .event(.connected(let peer, _)), .event(.disconnected(let peer, _)), .event(.declined(let peer, _)), .event(.lost(let peer)),
+      .event(.invitationWithdrawn(let peer, _)), .event(.reachable(let peer, _)), .event(.unreachable(let peer)),
+      .event(.verification(let peer, _, _)), .event(.trusted(let peer)), .event(.impostorWarning(_, verified: let peer)):
       add(styler.entries(for: line, now: now), to: 0, alsoFor: peer.id)
     case .event(.error), .error, .notice, .peers, .who, .relayed, .invitations:
       add(styler.entries(for: line, now: now), to: current)

@@ -31,16 +31,24 @@ extension TCPConnection {
 
   func flush() {
     guard isOpen else { return }
+    var batch = 0
     while true {
       if writeOffset == writing.count {
-        writing.removeAll(keepingCapacity: writing.capacity <= 1 << 20)
+        batch += writing.count
+        // The buffers keep their capacity while traffic is heavy (a fresh allocation per
+        // batch costs page faults on every byte), within what the queue limit allows.
+        writing.removeAll(keepingCapacity: writing.capacity <= bufferCapacityLimit)
         writeOffset = 0
         if !takeQueued() {
           if watching & NEARBY_EPOLLOUT != 0 {
             watching &= ~NEARBY_EPOLLOUT
             updateInterest()
           }
-          if writing.capacity > 65_536 { writing = [] }
+          // Light traffic: large buffers are not worth keeping (an idle session stays small).
+          if batch < 65_536 {
+            if writing.capacity > 65_536 { writing = [] }
+            if sealing.capacity > 65_536 { sealing = [] }
+          }
           return
         }
       }
@@ -104,7 +112,7 @@ extension TCPConnection {
     }
     if taken {
       sealing.withUnsafeBytes { sealer.seal($0, into: &writing) }
-      sealing.removeAll(keepingCapacity: sealing.capacity <= 1 << 20)
+      sealing.removeAll(keepingCapacity: sealing.capacity <= bufferCapacityLimit)
       return true
     }
     guard shutdown else { return false }
@@ -123,6 +131,9 @@ extension TCPConnection {
     outbound.withLock { $0.shutdownAfterFlush = false }
     _ = Glibc.shutdown(fd, Int32(SHUT_WR))
   }
+
+  /// The largest buffer capacity kept between batches: a full queue, sealed.
+  var bufferCapacityLimit: Int { max(1 << 20, 2 * maximumQueuedBytes + 65_536) }
 
   /// Whether the handshake authenticated the peer (records flow). Loop thread only.
   package var isAuthenticated: Bool { channel.isEstablished }

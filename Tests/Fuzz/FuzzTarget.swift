@@ -14,7 +14,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let decoder = FrameDecoder(maximumFrameLength: 1 << 16)
   let local = Peer(id: PeerID(high: 1, low: 1), name: try! DisplayName("fuzz"))
   var machine = ConnectionStateMachine(role: .listener, hello: Frame.Hello(peer: local), now: .zero)
-  _ = machine.start(now: .zero)
+  machine.start(now: .zero)
   var configuration = SessionStateMachine.Configuration(local: local)
   configuration.acceptPolicy = bytes.count % 2 == 0 ? .all : .ask
   var session = SessionStateMachine(configuration: configuration, messageIDSeed: 1, invitationIDSeed: 1)

@@ -84,6 +84,10 @@ struct ChatCommandTests {
     #expect(line.hasPrefix(#"{"event":"message","from":{"id":"1a2b3c4d000000000000000000000001","name":"bob"},"text":"hi","id":7,"private":true"#))
     #expect(formatter.format(.lost(Self.bob)) == #"{"event":"lost","peer":{"id":"1a2b3c4d000000000000000000000001","name":"bob"}}"#)
     let text = EventFormatter(json: false)
-    #expect(text.format(.connected(Self.bob)) == "* connected to bob (1a2b3c4d)")
+    #expect(
+      text.format(.connected(Self.bob, PeerSecurity(verificationCode: "123456", isVerified: false)))
+        == "* connected to bob (1a2b3c4d), unverified: code 123 456 (/verify bob)")
+    #expect(
+      text.format(.connected(Self.bob, PeerSecurity(verificationCode: "123456", isVerified: true))) == "* connected to bob (1a2b3c4d) (verified)")
   }
 }

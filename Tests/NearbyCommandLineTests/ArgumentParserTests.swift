@@ -27,11 +27,11 @@ struct ArgumentParserTests {
     arguments: [
       (["chat", "--nmae", "x"], "unknown option '--nmae'; did you mean '--name'?"),
       (["chat", "--name"], "option '--name' needs a value (NAME)"),
-      (["chat", "--accept", "maybe"], "'maybe' is not a valid value for '--accept': use one of ask, all, none"),
+      (["chat", "--accept", "maybe"], "'maybe' is not a valid value for '--accept': use one of ask, all, none, known"),
       (["chat", "--json=yes"], "flag '--json' does not take a value"),
       (["chat", "extra"], "unexpected argument 'extra'"),
       (["chta"], "unknown command 'chta'; did you mean 'chat'?"),
-      ([], "missing command: choose one of chat, browse, relay, bench, lab"),
+      ([], "missing command: choose one of chat, browse, relay, peers, bench, lab"),
       (["browse", "-x"], "unknown option '-x'"),
     ])
   func usageErrors(arguments: [String], message: String) {
@@ -65,7 +65,7 @@ struct ArgumentParserTests {
     for option in ["--name NAME", "--service TYPE", "--accept POLICY", "--allow ID,...", "--json", "--plain", "--state-dir DIR", "-h, --help"] {
       #expect(help.contains(option), "\(option) missing")
     }
-    #expect(help.contains("(values: ask, all, none)"))
+    #expect(help.contains("(values: ask, all, none, known)"))
     #expect(help.contains("(default: nearby-devices)"))
     for line in help.split(separator: "\n") { #expect(line.count <= 80, "too wide: \(line)") }
   }

@@ -5,7 +5,7 @@ import Testing
 struct ConnectionStateMachineTests {
   func listener(now: Duration = .zero, min: UInt8 = 1, max: UInt8 = 1) -> ConnectionStateMachine {
     var machine = ConnectionStateMachine(role: .listener, hello: Fixture.hello(Fixture.alice, min: min, max: max), now: now)
-    _ = machine.start(now: now)
+    machine.start(now: now)
     return machine
   }
 
@@ -38,7 +38,7 @@ struct ConnectionStateMachineTests {
       return
     }
     var connector = ConnectionStateMachine(role: .connector(expecting: Fixture.carolID), hello: Fixture.hello(Fixture.alice), now: .zero)
-    _ = connector.start(now: .zero)
+    connector.start(now: .zero)
     guard case .error(.wrongPeer, let text)? = connector.receive(.hello(Fixture.hello(Fixture.bob)), now: .ms(1)).send else {
       Issue.record("wrong peer accepted")
       return

@@ -36,20 +36,26 @@ struct FrameCodecPropertyTests {
           id: g.next(), sender: id(&g), timestamp: g.next(), hopLimit: UInt8.random(in: 0...255, using: &g), recipients: recipients,
           body: randomBytes(&g, max: 2000)))
     case .delivered:
-      return .delivered(Frame.Delivered(origin: id(&g), recipient: id(&g), ids: (0..<Int.random(in: 1...50, using: &g)).map { _ in g.next() }))
+      let signature: [UInt8]? = Bool.random(using: &g) ? (0..<64).map { _ in UInt8.random(in: 0...255, using: &g) } : nil
+      return .delivered(
+        Frame.Delivered(
+          origin: id(&g), recipient: id(&g), ids: (0..<Int.random(in: 1...50, using: &g)).map { _ in g.next() }, signature: signature))
     case .ping: return .ping(nonce: g.next())
     case .pong: return .pong(nonce: g.next())
     case .goodbye: return .goodbye(GoodbyeReason(rawValue: UInt8.random(in: 0...255, using: &g)))
     case .error: return .error(code: ErrorCode(rawValue: UInt16.random(in: 0...65535, using: &g)), message: randomName(&g).value)
     case .roster:
       let entries = (0..<Int.random(in: 0...5, using: &g)).map { _ in
-        Frame.Roster.Entry(peer: Peer(id: id(&g), name: randomName(&g)), hops: UInt8.random(in: 0...255, using: &g))
+        Frame.Roster.Entry(
+          peer: Peer(id: id(&g), name: randomName(&g)), hops: UInt8.random(in: 0...255, using: &g),
+          publicKey: (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) })
       }
       return .roster(Frame.Roster(kind: RosterKind(rawValue: UInt8.random(in: 0...2, using: &g))!, entries: entries))
     case .undeliverable:
       return .undeliverable(
         Frame.Undeliverable(
           origin: id(&g), messageID: g.next(), recipient: id(&g), reason: UndeliverableReason(rawValue: UInt8.random(in: 0...255, using: &g))))
+    case .verify: return .verify
     }
   }
 

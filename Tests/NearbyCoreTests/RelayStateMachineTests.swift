@@ -95,11 +95,14 @@ struct RelayStateMachineTests {
       let delivered = net.take(a).filter { $0 == .delivered(messageID: id, to: Fixture.carol) }
       #expect(delivered.count == 1)
     }
-    // Nothing keeps circulating: the network is quiet.
+    // Nothing keeps circulating: the network is quiet. Each message took one path (the
+    // shortest: alice's envelope names carol, whom r2 reaches directly), so no copies arose.
     #expect(net.queue.isEmpty)
     let stats1 = net.nodes[Self.r1.id]!.relayStatistics
     let stats2 = net.nodes[Self.r2.id]!.relayStatistics
-    #expect(stats1.duplicatesDropped + stats2.duplicatesDropped > 0)
+    #expect(stats1.forwardedMessages == 0)
+    #expect(stats2.forwardedMessages == 5)
+    #expect(stats1.duplicatesDropped + stats2.duplicatesDropped == 0)
   }
 
   @Test func unknownRecipientsAreReportedToTheSenderByTheRelay() {
@@ -107,9 +110,11 @@ struct RelayStateMachineTests {
     _ = net.take(a)
     // Alice believes dave is behind r1 (a stale roster entry), r1 does not know him.
     let dave = Peer(id: PeerID(hex: "0000000000000000000000000000dddd")!, name: try! DisplayName("dave"))
+    let daveKey = SimulatedNetwork.key(of: dave.id)
     net.act(a) { m, x, now in
       m.received(
-        [.roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: dave, hops: 1)]))], on: m.sessionConnection(Self.r1.id)!, now: now,
+        [.roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: dave, hops: 1, publicKey: daveKey)]))],
+        on: m.sessionConnection(Self.r1.id)!, now: now,
         into: &x)
     }
     _ = net.take(a)
@@ -123,8 +128,10 @@ struct RelayStateMachineTests {
   @Test func theHopLimitStopsForwardingBetweenRelays() {
     var net = network(twoRelays: true)
     _ = net.take(c)
-    // A message that arrives at r1 with hopLimit 1 may not cross to r2.
-    let message = Frame.Message(id: 99, sender: a, timestamp: 0, hopLimit: 1, recipients: [], body: [1])
+    // A message for carol (behind r2) that arrives at r1 with hopLimit 1 may not cross to r2.
+    let header = EnvelopeHeader(origin: a, messageID: 99, timestamp: 0, recipients: [c])
+    let envelope = try! SimulatedEndToEnd(local: a).seal([1], header: header, toEveryone: false, recipientKeys: [SimulatedNetwork.key(of: c)]).get()
+    let message = Frame.Message(id: 99, sender: a, timestamp: 0, hopLimit: 1, recipients: [c], body: envelope)
     net.act(Self.r1.id) { m, x, now in m.received([.message(message)], on: m.sessionConnection(Fixture.aliceID)!, now: now, into: &x) }
     net.run()
     #expect(!net.take(c).contains { $0.kind == "message" })

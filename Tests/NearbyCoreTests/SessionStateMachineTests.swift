@@ -232,7 +232,7 @@ struct SessionStateMachineTests {
     net.run()
     #expect(net.nodes[a]!.pendingInvitations.map(\.peer.name.value) == ["peer3"])
     #expect(net.take(Fixture.peer(1).id).contains(.declined(Fixture.alice, .declined)))
-    #expect(net.take(Fixture.peer(2).id).contains(.connected(Fixture.alice)))
+    #expect(net.take(Fixture.peer(2).id).contains(.connected(Fixture.alice, PeerSecurity(verificationCode: "123456", isVerified: false))))
   }
 
   @Test func tooManyPendingInvitationsAreDeclinedBusy() {
@@ -258,7 +258,7 @@ struct SessionStateMachineTests {
     net.act(c) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
     net.run()
     #expect(net.take(b).contains(.declined(Fixture.alice, .notAllowed)))
-    #expect(net.take(c).contains(.connected(Fixture.alice)))
+    #expect(net.take(c).contains(.connected(Fixture.alice, PeerSecurity(verificationCode: "123456", isVerified: false))))
     #expect(net.connectedNames(a) == ["carol"])
   }
 

@@ -53,6 +53,7 @@ struct SimulatedNetwork {
   mutating func add(_ peer: Peer, policy: AcceptPolicy = .ask, configure: (inout SessionStateMachine.Configuration) -> Void = { _ in }) {
     var configuration = SessionStateMachine.Configuration(local: peer)
     configuration.acceptPolicy = policy
+    configuration.endToEnd = SimulatedEndToEnd(local: peer.id)
     configure(&configuration)
     nodes[peer.id] = SessionStateMachine(configuration: configuration, messageIDSeed: 100, invitationIDSeed: 1)
     nodes[peer.id]!.reportsSettlements = true
@@ -146,9 +147,14 @@ struct SimulatedNetwork {
 
   /// What a handshake with `node` would prove: its id (a stand-in key) and its HELLO.
   func credentials(of node: PeerID) -> AuthenticatedPeer {
-    var key = [UInt8](repeating: 0, count: 32)
+    AuthenticatedPeer(publicKey: Self.key(of: node), peerID: node, payload: nodes[node]!.helloPayload, verificationCode: "123456")
+  }
+
+  /// The stand-in key of a node: its id in the first 16 bytes (``SimulatedEndToEnd`` checks that).
+  static func key(of node: PeerID) -> [UInt8] {
+    var key = [UInt8](repeating: 0xEE, count: 32)
     withUnsafeBytes(of: node) { key.replaceSubrange(0..<$0.count, with: $0) }
-    return AuthenticatedPeer(publicKey: key, peerID: node, payload: nodes[node]!.helloPayload, verificationCode: "123456")
+    return key
   }
 
   private mutating func send(_ bytes: [UInt8], from link: Link) {
@@ -282,6 +288,74 @@ extension SessionEvent {
     case .reachable: "reachable"
     case .unreachable: "unreachable"
     case .status: "status"
+    case .verification: "verification"
+    case .trusted: "trusted"
+    case .impostorWarning: "impostorWarning"
     }
+  }
+}
+
+/// A stand-in for the end-to-end cryptography, for the state machine's tests: a key "owns"
+/// an id when it starts with the id's bytes (``SimulatedNetwork/key(of:)``), and envelopes
+/// and receipts carry a checksum of everything the real signature covers, so a relay that
+/// changes a byte is caught. (The real one, over libsodium, is tested with real sessions.)
+struct SimulatedEndToEnd: EndToEndCrypto {
+  let local: PeerID
+
+  func owns(_ publicKey: [UInt8], _ id: PeerID) -> Bool { publicKey == SimulatedNetwork.key(of: id) }
+
+  func seal(_ body: [UInt8], header: EnvelopeHeader, toEveryone: Bool, recipientKeys: [[UInt8]]) -> Result<[UInt8], EndToEndError> {
+    for (recipient, key) in zip(header.recipients, recipientKeys) where !owns(key, recipient) {
+      return .failure(EndToEndError("recipientKeyMismatch", "the key given for \(recipient.hex) is not its own"))
+    }
+    var sealed: [UInt8] = [0x53, toEveryone ? 1 : 0] + body
+    sealed += Self.checksum(header, sealed)
+    return .success(sealed)
+  }
+
+  func verify(_ envelope: [UInt8], header: EnvelopeHeader, originKey: [UInt8]) -> Result<Void, EndToEndError> {
+    guard owns(originKey, header.origin), envelope.count >= 10, envelope[0] == 0x53 else {
+      return .failure(EndToEndError("malformed", "not a simulated envelope"))
+    }
+    guard Array(envelope.suffix(8)) == Self.checksum(header, Array(envelope.dropLast(8))) else {
+      return .failure(EndToEndError("invalidSignature", "the checksum does not match"))
+    }
+    return .success(())
+  }
+
+  func open(_ envelope: [UInt8], header: EnvelopeHeader, originKey: [UInt8]) -> Result<OpenedEnvelope, EndToEndError> {
+    if case .failure(let error) = verify(envelope, header: header, originKey: originKey) { return .failure(error) }
+    guard header.recipients.contains(local) else { return .failure(EndToEndError("notARecipient", "not for \(local.hex)")) }
+    return .success(OpenedEnvelope(body: Array(envelope[2..<(envelope.count - 8)]), toEveryone: envelope[1] == 1))
+  }
+
+  func signReceipt(origin: PeerID, ids: [UInt64]) -> [UInt8] {
+    let header = EnvelopeHeader(origin: origin, messageID: 0, timestamp: 0, recipients: [local])
+    var signature = Self.checksum(header, ids.flatMap { withUnsafeBytes(of: $0.bigEndian, Array.init) })
+    signature += [UInt8](repeating: 0, count: 56)
+    return signature
+  }
+
+  func isValidReceipt(_ signature: [UInt8], origin: PeerID, recipient: PeerID, ids: [UInt64], recipientKey: [UInt8]) -> Bool {
+    guard owns(recipientKey, recipient) else { return false }
+    let header = EnvelopeHeader(origin: origin, messageID: 0, timestamp: 0, recipients: [recipient])
+    return signature.count == 64 && Array(signature.prefix(8)) == Self.checksum(header, ids.flatMap { withUnsafeBytes(of: $0.bigEndian, Array.init) })
+  }
+
+  /// FNV-1a over the header and the bytes.
+  static func checksum(_ header: EnvelopeHeader, _ bytes: [UInt8]) -> [UInt8] {
+    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+    func mix(_ data: some Sequence<UInt8>) {
+      for byte in data {
+        hash ^= UInt64(byte)
+        hash = hash &* 0x100_0000_01b3
+      }
+    }
+    withUnsafeBytes(of: header.origin) { mix($0) }
+    withUnsafeBytes(of: header.messageID.bigEndian) { mix($0) }
+    withUnsafeBytes(of: header.timestamp.bigEndian) { mix($0) }
+    for recipient in header.recipients { withUnsafeBytes(of: recipient) { mix($0) } }
+    mix(bytes)
+    return withUnsafeBytes(of: hash.bigEndian, Array.init)
   }
 }

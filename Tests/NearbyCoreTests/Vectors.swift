@@ -86,16 +86,20 @@ enum Vectors {
           body: hex(fields["body"] as! String)))
     case "DELIVERED":
       return .delivered(
-        Frame.Delivered(origin: id(fields["origin"]), recipient: id(fields["recipient"]), ids: (fields["ids"] as! [String]).map { UInt64($0)! }))
+        Frame.Delivered(
+          origin: id(fields["origin"]), recipient: id(fields["recipient"]), ids: (fields["ids"] as! [String]).map { UInt64($0)! },
+          signature: (fields["signature"] as? String).map(hex)))
     case "PING": return .ping(nonce: u64(fields["nonce"]))
     case "PONG": return .pong(nonce: u64(fields["nonce"]))
     case "GOODBYE": return .goodbye(GoodbyeReason(rawValue: int(fields["reason"])))
     case "ERROR": return .error(code: ErrorCode(rawValue: int(fields["code"])), message: fields["message"] as! String)
     case "ROSTER":
       let entries = (fields["entries"] as! [[String: Any]]).map {
-        Frame.Roster.Entry(peer: Peer(id: id($0["peerID"]), name: name($0["name"])), hops: int($0["hops"]))
+        Frame.Roster.Entry(
+          peer: Peer(id: id($0["peerID"]), name: name($0["name"])), hops: int($0["hops"]), publicKey: hex($0["publicKey"] as! String))
       }
       return .roster(Frame.Roster(kind: RosterKind(rawValue: int(fields["kind"]))!, entries: entries))
+    case "VERIFY": return .verify
     case "UNDELIVERABLE":
       return .undeliverable(
         Frame.Undeliverable(

@@ -73,27 +73,46 @@ extension CryptoVectors {
     }
   }
 
-  static let envelopeHeader = Envelope.Header(
-    origin: Fixture.alice.peerID, messageID: 0x1122_3344_5566_7788, timestamp: 1_767_225_600_123,
-    recipients: [Fixture.bob.peerID, Fixture.carol.peerID])
+  /// An envelope to everyone behind a relay (bob and carol) and a private one to carol, each
+  /// with its random draws and the MESSAGE frame that carries it (as its origin sends it).
+  static func envelopes() -> [Object] {
+    [
+      envelope(
+        name: "to everyone behind the relay: bob and carol (flags toEveryone)", body: Array("meet at the north door".utf8), flags: .toEveryone,
+        header: Envelope.Header(
+          origin: Fixture.alice.peerID, messageID: 0x1122_3344_5566_7788, timestamp: 1_767_225_600_123,
+          recipients: [Fixture.bob.peerID, Fixture.carol.peerID]),
+        recipients: [("bob", Fixture.bob), ("carol", Fixture.carol)], seed: 0x66),
+      envelope(
+        name: "private to carol (no flags)", body: Array("only for carol".utf8), flags: [],
+        header: Envelope.Header(
+          origin: Fixture.alice.peerID, messageID: 0x1122_3344_5566_7789, timestamp: 1_767_225_601_000, recipients: [Fixture.carol.peerID]),
+        recipients: [("carol", Fixture.carol)], seed: 0x77),
+    ]
+  }
 
-  static func envelope() -> Object {
-    let body = Array("meet at the north door".utf8)
-    var random = SeededCryptoRandom(repeating: 0x66)
+  static func envelope(
+    name: String, body: [UInt8], flags: Envelope.Flags, header: Envelope.Header, recipients: [(name: String, key: IdentityKeyPair)], seed: UInt8
+  ) -> Object {
+    var random = SeededCryptoRandom(repeating: seed)
     let sealed = try! Envelope.seal(
-      body, header: envelopeHeader, flags: .toEveryone, recipientKeys: [Fixture.bob.publicKey, Fixture.carol.publicKey], origin: Fixture.alice,
-      random: &random)
+      body, header: header, flags: flags, recipientKeys: recipients.map(\.key.publicKey), origin: Fixture.alice, random: &random)
     // The same draws again: the content key first, then the ephemeral secret.
-    var replay = SeededCryptoRandom(repeating: 0x66)
+    var replay = SeededCryptoRandom(repeating: seed)
     let contentKey = replay.bytes(32)
     let ephemeralSecret = replay.bytes(32)
+    let wrapsEnd = 66 + Envelope.wrapCount * recipients.count
+    let message = Frame.Message(
+      id: header.messageID, sender: header.origin, timestamp: header.timestamp, hopLimit: ProtocolLimits.initialHopLimit,
+      recipients: header.recipients, body: sealed)
     return [
-      "origin": "alice", "recipients": ["bob", "carol"], "messageID": "\(envelopeHeader.messageID)", "timestamp": "\(envelopeHeader.timestamp)",
-      "flags": 1, "body": body.hexString, "contentKey": contentKey.hexString, "ephemeralSecret": ephemeralSecret.hexString,
-      "ephemeralPublic": Array(sealed[2..<34]).hexString, "commitment": Array(sealed[34..<66]).hexString,
-      "wraps": [Array(sealed[66..<114]).hexString, Array(sealed[114..<162]).hexString],
-      "sealedBody": Array(sealed[162..<(sealed.count - 64)]).hexString, "signature": Array(sealed.suffix(64)).hexString,
-      "sealed": sealed.hexString,
+      "name": name, "origin": "alice", "recipients": recipients.map(\.name), "messageID": "\(header.messageID)",
+      "timestamp": "\(header.timestamp)", "flags": Int(flags.rawValue), "body": body.hexString, "contentKey": contentKey.hexString,
+      "ephemeralSecret": ephemeralSecret.hexString, "ephemeralPublic": Array(sealed[2..<34]).hexString,
+      "commitment": Array(sealed[34..<66]).hexString,
+      "wraps": (0..<recipients.count).map { Array(sealed[(66 + Envelope.wrapCount * $0)..<(114 + Envelope.wrapCount * $0)]).hexString },
+      "sealedBody": Array(sealed[wrapsEnd..<(sealed.count - 64)]).hexString, "signature": Array(sealed.suffix(64)).hexString,
+      "sealed": sealed.hexString, "hopLimit": Int(message.hopLimit), "message": FrameEncoder.encode(.message(message)).hexString,
     ]
   }
 
@@ -102,6 +121,9 @@ extension CryptoVectors {
     return [
       "origin": "alice", "recipient": "bob", "messageIDs": receipt.messageIDs.map { "\($0)" }, "signature": receipt.signature.hexString,
       "hex": receipt.encoded().hexString,
+      "frame": FrameEncoder.encode(
+        .delivered(Frame.Delivered(origin: receipt.origin, recipient: receipt.recipient, ids: receipt.messageIDs, signature: receipt.signature))
+      ).hexString,
     ]
   }
 }

@@ -41,7 +41,10 @@ struct ScriptExpectationTests {
       connection: ConnectionID(1), invitationID: 7, peer: ScriptFixtures.alice, context: Array("lunch?".utf8), expiresAt: .seconds(30))
     let cases: [(ChatLine, ScriptEventKind, [Peer], String)] = [
       (.event(.invitation(context)), .invitation, [ScriptFixtures.alice], "lunch?"),
-      (.event(.connected(ScriptFixtures.bob)), .connected, [ScriptFixtures.bob], "* connected to Bob (5e6f7a8b)"),
+      (
+        .event(.connected(ScriptFixtures.bob, PeerSecurity(verificationCode: "123456", isVerified: false))), .connected, [ScriptFixtures.bob],
+        "* connected to Bob (5e6f7a8b), unverified: code 123 456 (/verify Bob)"
+      ),
       (.event(.declined(ScriptFixtures.bob, .declined)), .declined, [ScriptFixtures.bob], "declined"),
       (.event(.declined(ScriptFixtures.bob, .timeout)), .declined, [ScriptFixtures.bob], "timeout"),
       (
@@ -58,7 +61,7 @@ struct ScriptExpectationTests {
       (.event(.status(.advertised(name: "alice #2"))), .advertised, [], "alice #2"),
       (.event(.invitationWithdrawn(ScriptFixtures.alice, "timeout")), .invitationWithdrawn, [ScriptFixtures.alice], "timeout"),
       (.sent(id: 3, text: "hello", to: [ScriptFixtures.bob], isPrivate: false), .sent, [ScriptFixtures.bob], "hello"),
-      (.who([ScriptFixtures.bob]), .who, [ScriptFixtures.bob], "* connected: Bob (5e6f7a8b)"),
+      (.who([ScriptFixtures.bob], verified: []), .who, [ScriptFixtures.bob], "* connected: Bob (5e6f7a8b) [unverified]"),
       (.notice("hi there"), .notice, [], "hi there"),
       (
         .ready(ScriptFixtures.alice, port: 4000, service: .default), .ready, [],

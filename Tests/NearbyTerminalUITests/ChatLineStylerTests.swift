@@ -56,7 +56,7 @@ import Testing
   @Test func noticesAndErrorsHaveAKindMark() {
     #expect(text(.notice("hello")) == ["* hello"])
     #expect(text(.error("no peer")) == ["! no peer"])
-    #expect(text(.who([])) == ["* nobody is connected"])
+    #expect(text(.who([], verified: [])) == ["* nobody is connected"])
   }
 
   @Test func discoveryIsQuiet() {
@@ -133,7 +133,7 @@ extension Double {
     roster.apply(Fixtures.found(Fixtures.carol))
     roster.apply(Fixtures.invitation(from: Fixtures.bob))
     #expect(roster.found.count == 2 && roster.inviting.count == 1)
-    roster.apply(.event(.connected(Fixtures.bob)))
+    roster.apply(.event(.connected(Fixtures.bob, PeerSecurity(verificationCode: "123456", isVerified: false))))
     #expect(roster.connected.count == 1 && roster.inviting.isEmpty)
     roster.apply(.event(.lost(Fixtures.carol)))
     roster.apply(.event(.disconnected(Fixtures.bob, .local(.leaving))))
@@ -144,7 +144,7 @@ extension Double {
   @Test func answersReplaceWhatWasKnown() {
     var roster = PeerRoster()
     roster.apply(Fixtures.found(Fixtures.bob))
-    roster.apply(.who([Fixtures.carol]))
+    roster.apply(.who([Fixtures.carol], verified: []))
     roster.apply(.peers([]))
     #expect(roster.found.isEmpty)
     #expect(roster.names == ["carol"])

@@ -75,8 +75,8 @@ import Testing
     chat.type("/who\r")
     #expect(chat.takeSubmitted() == ["/msg \(Fixtures.bob.id.hex) hi bob", "/msg \(Fixtures.bob.id.hex) /slash", "/who"])
     // The answer to a command lands where it was typed.
-    chat.receive(.who([Fixtures.bob, Fixtures.carol]))
-    #expect(chat.logContent.suffix(2) == ["> /who", "* connected: bob (12345678), carol (12345678)"])
+    chat.receive(.who([Fixtures.bob, Fixtures.carol], verified: [Fixtures.bob.id]))
+    #expect(chat.logContent.suffix(2) == ["> /who", "* connected: bob (12345678), carol (12345678) [unverified]"])
     // Not connected any more: an error, and the text stays in the input.
     chat.receive(.event(.disconnected(Fixtures.bob, .local(.leaving))))
     chat.type("still there?\r")
@@ -120,6 +120,18 @@ import Testing
     #expect(chat.log.last?.hasPrefix("* disconnected from bob (12345678)") == true)
     chat.type(Keys.alt("1"))
     #expect(chat.log.last?.hasPrefix("* disconnected from bob (12345678)") == true)
+  }
+
+  @Test func verificationNewsGoesToThePeersConversationToo() {
+    var chat = Self.connectedChat(columns: 120)
+    chat.type("/query bob\r")
+    chat.receive(.event(.verification(Fixtures.bob, code: "123456", askedByPeer: true)))
+    let asked = "* bob (12345678) asks you to compare codes: 123 456 — if bob sees the same, type /trust bob"
+    #expect(chat.log.last == asked)
+    chat.receive(.event(.impostorWarning(Fixtures.peer("bob", 0xBAD), verified: Fixtures.bob)))
+    #expect(chat.log.last?.hasPrefix("! bob (12345678) calls itself bob but is not the bob (12345678) you verified") == true)
+    chat.type(Keys.alt("1"))
+    #expect(chat.logContent.suffix(2).first == asked)
   }
 
   @Test func invitationsAndMentionsElsewhereRingTheBell() {

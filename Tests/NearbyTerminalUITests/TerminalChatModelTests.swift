@@ -232,7 +232,7 @@ import Testing
   @Test func countsFollowEventsAndSnapshots() {
     var chat = ChatScreenHarness()
     chat.receive(Fixtures.found(Fixtures.bob))
-    chat.receive(.event(.connected(Fixtures.bob)))
+    chat.receive(.event(.connected(Fixtures.bob, PeerSecurity(verificationCode: "123456", isVerified: false))))
     #expect(chat.statusBar.hasSuffix("alice: 1 connected, 1 found"))
     chat.send(.roster(found: [Fixtures.bob, Fixtures.carol], connected: [], inviting: []))
     #expect(chat.statusBar.hasSuffix("alice: 0 connected, 2 found"))

@@ -28,7 +28,7 @@ struct BadInputTests {
     Attack(name: "a frame before the handshake", expected: .unexpectedFrame) { $0.writeRaw(FrameEncoder.encode(.ping(nonce: 1))) },
     Attack(name: "an unknown frame type", expected: .unexpectedFrame) { $0.writeRaw([0, 0, 0, 3, 0x42, 1, 2]) },
     Attack(name: "a protocol version 1 HELLO", expected: .unsupportedVersion) { peer in
-      peer.writeRaw(FrameEncoder.encode(.hello(Frame.Hello(peer: Peer(id: peer.peerID, name: try DisplayName("old"))))))
+      peer.writeRaw(FrameEncoder.encode(.hello(Frame.Hello(minVersion: 1, maxVersion: 1, peer: Peer(id: peer.peerID, name: try DisplayName("old"))))))
     },
     Attack(name: "a connection that sends nothing", expected: .handshakeTimeout) { _ in },
     Attack(name: "a handshake one byte at a time, slowly", expected: .handshakeTimeout) { peer in

@@ -47,6 +47,6 @@ struct RunningSession: Sendable {
 /// Connects two sessions: `a` invites `b` by address, `b` accepts (policy all).
 func connect(_ a: RunningSession, _ b: RunningSession) async throws {
   await a.session.invite(endpoints: [b.endpoint])
-  _ = try await a.expect("\(b.peer.name) connected") { if case .connected(let p) = $0, p.id == b.peer.id { p } else { nil } }
-  _ = try await b.expect("\(a.peer.name) connected") { if case .connected(let p) = $0, p.id == a.peer.id { p } else { nil } }
+  _ = try await a.expect("\(b.peer.name) connected") { if case .connected(let p, _) = $0, p.id == b.peer.id { p } else { nil } }
+  _ = try await b.expect("\(a.peer.name) connected") { if case .connected(let p, _) = $0, p.id == a.peer.id { p } else { nil } }
 }

@@ -12,8 +12,8 @@ struct SessionTests {
     #expect(invitation.peer == alice.peer)
     #expect(invitation.context == Array("lunch?".utf8))
     await bob.session.accept(alice.peer.id)
-    _ = try await alice.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
-    _ = try await bob.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
+    _ = try await alice.expect("connected") { if case .connected(let p, _) = $0 { p } else { nil } }
+    _ = try await bob.expect("connected") { if case .connected(let p, _) = $0 { p } else { nil } }
 
     let text = "grüße 👋 — 日本語"
     let id = try await alice.session.send(Array(text.utf8), to: .peers([bob.peer.id]))
@@ -100,7 +100,7 @@ struct SessionTests {
     fast.deadPeer = .milliseconds(800)
     let alice = try await RunningSession.start("alice") { $0.timeouts = fast }
     let silent = try await SilentPeer.connect(to: alice.port)
-    _ = try await alice.expect("connected") { if case .connected(let p) = $0 { p } else { nil } }
+    _ = try await alice.expect("connected") { if case .connected(let p, _) = $0 { p } else { nil } }
     let started = ContinuousClock.now
     let reason = try await alice.expect("disconnected", within: .seconds(5)) { if case .disconnected(_, let r) = $0 { r } else { nil } }
     guard case .timedOut = reason else {

@@ -217,7 +217,7 @@ struct ThroughputTests {
     try await connect(alice, bob)
     // Connects, is accepted, and never reads: alice's queue for it fills up.
     let silent = try await SilentPeer.connect(to: alice.port)
-    let silentPeer = try await alice.expect("silent connected") { if case .connected(let p) = $0, p.id != bob.peer.id { p } else { nil } }
+    let silentPeer = try await alice.expect("silent connected") { if case .connected(let p, _) = $0, p.id != bob.peer.id { p } else { nil } }
     let session = alice.session
     let body = [UInt8](repeating: 7, count: 65_536)
     let stuck = Task { () -> SendError? in
