@@ -15,8 +15,8 @@ static volatile sig_atomic_t raw_active = 0;
 static int handlers_installed = 0;
 static struct sigaction previous_actions[NSIG];
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT, 0};
-// SGR reset, autowrap on, cursor visible.
-static const char reset_sequence[] = "\033[0m\033[?7h\033[?25h";
+// SGR reset, bracketed paste off, autowrap on, cursor visible.
+static const char reset_sequence[] = "\033[0m\033[?2004l\033[?7h\033[?25h";
 
 static int apply_raw(void) {
   struct termios raw = saved_settings;

@@ -6,6 +6,8 @@ public enum ChatCommand: Equatable, Sendable {
   case invite(target: String, context: String)
   case accept(target: String)
   case decline(target: String)
+  /// `/accept` or `/decline` without a name: answer the only pending invitation.
+  case answerOnly(accept: Bool)
   case message(target: String, text: String)
   case leave(target: String)
   /// Show the verification code of the session with a peer, here and there.
@@ -43,9 +45,11 @@ public enum ChatCommand: Equatable, Sendable {
     case "/invite":
       return target.isEmpty ? .invalid("usage: /invite NAME|ID [context]") : .invite(target: target, context: text)
     case "/accept":
-      return target.isEmpty || !text.isEmpty ? .invalid("usage: /accept NAME|ID") : .accept(target: target)
+      if target.isEmpty { return .answerOnly(accept: true) }
+      return !text.isEmpty ? .invalid("usage: /accept [NAME|ID]") : .accept(target: target)
     case "/decline":
-      return target.isEmpty || !text.isEmpty ? .invalid("usage: /decline NAME|ID") : .decline(target: target)
+      if target.isEmpty { return .answerOnly(accept: false) }
+      return !text.isEmpty ? .invalid("usage: /decline [NAME|ID]") : .decline(target: target)
     case "/leave":
       return target.isEmpty || !text.isEmpty ? .invalid("usage: /leave NAME|ID") : .leave(target: target)
     case "/verify":
@@ -68,8 +72,8 @@ public enum ChatCommand: Equatable, Sendable {
     /peers                     peers found on the network
     /who                       peers connected to you
     /invite NAME|ID [context]  invite a peer (context: a note they see)
-    /accept NAME|ID            accept an invitation
-    /decline NAME|ID           decline an invitation
+    /accept [NAME|ID]          accept an invitation (no name: the only one waiting)
+    /decline [NAME|ID]         decline an invitation (no name: the only one waiting)
     /invitations               invitations waiting for your answer
     /msg NAME|ID text          a private message
     /leave NAME|ID             end the session with a peer

@@ -172,6 +172,8 @@ public actor LineChat {
     case .decline(let target):
       guard let peer = await resolve(target, among: await session.pendingInvitations.map(\.peer), what: "pending invitation") else { break }
       await session.decline(peer.id)
+    case .answerOnly(let accept):
+      await answerOnlyInvitation(accept: accept)
     case .leave(let target):
       guard let peer = await resolve(target, among: await session.connectedPeers, what: "connected peer") else { break }
       await session.leave(peer.id)
@@ -192,6 +194,25 @@ public actor LineChat {
       await send(text, to: .all)
     }
     return false
+  }
+
+  /// `/accept` or `/decline` without a name: the only pending invitation, named in a notice;
+  /// with none or several waiting, a hint instead.
+  private func answerOnlyInvitation(accept: Bool) async {
+    let pending = await session.pendingInvitations
+    let command = accept ? "/accept" : "/decline"
+    guard pending.count == 1 else {
+      if pending.isEmpty {
+        output.show(.error("no invitation is waiting for your answer"))
+      } else {
+        let labels = pending.map { EventFormatter.label($0.peer) }.joined(separator: ", ")
+        output.show(.error("\(pending.count) invitations are waiting (\(labels)): say which, \(command) NAME"))
+      }
+      return
+    }
+    let peer = pending[0].peer
+    output.show(.notice("\(accept ? "accepting" : "declining") the invitation from \(EventFormatter.label(peer))"))
+    if accept { await session.accept(peer.id) } else { await session.decline(peer.id) }
   }
 
   private func candidates(connectedFirst: Bool) async -> [Peer] {

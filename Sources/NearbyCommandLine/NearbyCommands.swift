@@ -84,6 +84,15 @@ public enum NearbyCommands {
       in: 0.1...600, hint: "give a number of seconds from 0.1 to 600")
     public static let plain = Flag("plain", help: "Line mode even at a terminal.")
     public static let noColor = Flag("no-color", help: "No colors (also when NO_COLOR is set).")
+    public static let noBell = Flag("no-bell", help: "At a terminal: no bell on private messages, invitations and mentions.")
+    public static let noHistory = Flag(
+      "no-history", help: "At a terminal: keep no input history or conversation logs in the state directory, and show none.")
+    public static let scrollback = Option<Int>(
+      OptionSpec("scrollback", .value(name: "LINES"), help: "At a terminal: the lines kept per conversation.", default: "10000")
+    ) { text throws(OptionValueError) in
+      guard let value = Int(text), (100...1_000_000).contains(value) else { throw OptionValueError("give a number of lines from 100 to 1000000") }
+      return value
+    }
     public static let script = Option<String>(
       OptionSpec(
         "script", .value(name: "FILE"), help: "Run a script of chat commands and expectations ('-' for stdin); exit 0 when it completes."))
@@ -97,8 +106,8 @@ public enum NearbyCommands {
           /peers                     peers found on the network
           /who                       peers connected to you
           /invite NAME|ID [context]  invite a peer
-          /accept NAME|ID            accept an invitation
-          /decline NAME|ID           decline it
+          /accept [NAME|ID]          accept an invitation (no name: the only one)
+          /decline [NAME|ID]         decline it
           /invitations               invitations waiting for your answer
           /msg NAME|ID text          a private message
           /leave NAME|ID             end a session
@@ -111,7 +120,7 @@ public enum NearbyCommands {
         """,
       options: [
         name.spec, Common.service.spec, accept.spec, allow.spec, info.spec, connect.spec, inviteTimeout.spec, Common.port.spec,
-        Common.json.spec, plain.spec, noColor.spec, script.spec, Common.stateDirectory.spec,
+        Common.json.spec, plain.spec, noColor.spec, noBell.spec, noHistory.spec, scrollback.spec, script.spec, Common.stateDirectory.spec,
       ],
       examples: [
         "nearby chat --name alice",

@@ -1,6 +1,7 @@
 /// Tab completion at the input line: the first word of a command line completes to a
 /// command (`/inv` → `/invite `), any other word to a peer name (`al` → `alice `; names
-/// with spaces come quoted, the way commands read them).
+/// with spaces come quoted, the way commands read them), and a name at the start of a
+/// message is addressed (`bo` → `bob: `).
 public enum Completion {
   public enum Outcome: Equatable, Sendable {
     /// Replace `range` (character offsets) with `text`.
@@ -14,7 +15,11 @@ public enum Completion {
   /// - Parameters:
   ///   - characters: the input line; `cursor`: where Tab was pressed.
   ///   - commands: command names with their slash; `names`: peer names.
-  public static func complete(_ characters: [Character], cursor: Int, commands: [String], names: [String]) -> Outcome {
+  ///   - argumentNames: for the word right after a command, the names that command acts on
+  ///     (when none of them matches: all `names`).
+  public static func complete(
+    _ characters: [Character], cursor: Int, commands: [String], names: [String], argumentNames: (String) -> [String]? = { _ in nil }
+  ) -> Outcome {
     var start = cursor
     while start > 0, !characters[start - 1].isWhitespace { start -= 1 }
     // A quoted name may contain spaces: extend back to its opening quote.
@@ -28,7 +33,18 @@ public enum Completion {
       return finish(word, start..<cursor, candidates: commands.filter { $0.hasPrefix(word.lowercased()) }, atLineEnd: atLineEnd, quote: false)
     }
     let typed = word.hasPrefix("\"") ? String(word.dropFirst()) : word
-    let matches = names.filter { $0.lowercased().hasPrefix(typed.lowercased()) }
+    if isFirstWord {
+      // A name at the start of a message: `bob: `.
+      let matches = names.filter { $0.lowercased().hasPrefix(typed.lowercased()) }
+      if matches.count == 1 { return .replace(start..<cursor, with: matches[0] + ": ") }
+      return finish(word, start..<cursor, candidates: matches, atLineEnd: false, quote: false)
+    }
+    func matching(_ candidates: [String]) -> [String] { candidates.filter { $0.lowercased().hasPrefix(typed.lowercased()) } }
+    var matches = matching(names)
+    let before = String(characters[..<start]).split(whereSeparator: \.isWhitespace)
+    if before.count == 1, before[0].hasPrefix("/"), let relevant = argumentNames(String(before[0])).map(matching), !relevant.isEmpty {
+      matches = relevant  // the names the command acts on, when one of them matches
+    }
     return finish(word, start..<cursor, candidates: matches, atLineEnd: atLineEnd, quote: true)
   }
 

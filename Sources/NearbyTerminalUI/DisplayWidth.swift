@@ -7,6 +7,7 @@
 public enum DisplayWidth {
   /// The columns of one grapheme cluster.
   public static func of(_ character: Character) -> Int {
+    if let ascii = character.asciiValue { return ascii < 0x20 || ascii == 0x7F ? 0 : 1 }  // the common case, fast
     var width: Int?
     for scalar in character.unicodeScalars {
       if scalar.value == 0xFE0F, width != nil { return 2 }

@@ -21,10 +21,28 @@ public enum Key: Equatable, Sendable {
   case wordLeft
   /// Alt-F, Ctrl-Right or Alt-Right.
   case wordRight
-  /// Up arrow or Ctrl-P: the previous history entry.
+  /// Up arrow: the previous history entry.
   case up
-  /// Down arrow or Ctrl-N: the next history entry.
+  /// Down arrow: the next history entry.
   case down
+  /// Text pasted while the terminal was in bracketed paste mode (or several lines that
+  /// arrived at once): newlines are LF, tabs are spaces; never a key press of its own.
+  case paste(String)
+  /// Page Up, Page Down: scroll the conversation.
+  case pageUp
+  case pageDown
+  /// Alt-1 … Alt-9, Alt-0: show conversation 1 … 10.
+  case conversation(Int)
+  /// Alt-Left or Ctrl-P.
+  case previousConversation
+  /// Alt-Right or Ctrl-N.
+  case nextConversation
+  /// Ctrl-R: search the conversation backwards (an older match).
+  case searchBackward
+  /// Ctrl-S: a newer match.
+  case searchForward
+  /// Escape (on its own) or Ctrl-G: cancel a search or a question.
+  case escape
   /// Ctrl-U: deletes from the start of the line to the cursor.
   case killToStart
   /// Ctrl-K: deletes from the cursor to the end of the line.

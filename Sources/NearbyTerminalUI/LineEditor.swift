@@ -2,7 +2,7 @@
 ///
 /// The cursor counts grapheme clusters (`Character`s), so it never lands inside a
 /// multi-byte or combined character; ``DisplayWidth`` turns positions into columns.
-public struct LineEditor: Equatable, Sendable {
+public struct LineEditor: Hashable, Sendable {
   /// The characters of the line.
   public private(set) var characters: [Character] = []
   /// Where the cursor is: 0 before the first character, `characters.count` at the end.

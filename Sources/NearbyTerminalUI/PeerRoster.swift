@@ -11,6 +11,9 @@ public struct PeerRoster: Equatable, Sendable {
   public private(set) var inviting: [PeerID: Peer] = [:]
   /// Peers reached through a relay.
   public private(set) var relayed: [PeerID: Peer] = [:]
+  /// A short mark shown after a peer's name in the status bar (for example that the peer is
+  /// not verified). Nothing sets one yet: it is where the security checks will.
+  public private(set) var marks: [PeerID: String] = [:]
 
   public init() {}
 
@@ -46,6 +49,25 @@ public struct PeerRoster: Equatable, Sendable {
     self.found = Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
     self.connected = Dictionary(connected.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
     self.inviting = Dictionary(inviting.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+  }
+
+  /// Sets or clears (nil) the mark shown after a peer's name.
+  public mutating func setMark(_ mark: String?, for peer: PeerID) { marks[peer] = mark }
+
+  /// The mark of a peer, if it has one.
+  public func mark(for peer: PeerID?) -> String? { peer.flatMap { marks[$0] } }
+
+  /// Whether messages to the peer can go anywhere: it is connected, or reached through a relay.
+  public func isReachable(_ peer: PeerID) -> Bool { connected[peer] != nil || relayed[peer] != nil }
+
+  /// Every peer known, connected ones first, without repeats (for /query).
+  public var allPeers: [Peer] {
+    var seen = Set<PeerID>()
+    var peers: [Peer] = []
+    for peer in Array(connected.values) + Array(relayed.values) + Array(found.values) + Array(inviting.values) where seen.insert(peer.id).inserted {
+      peers.append(peer)
+    }
+    return peers
   }
 
   /// Every name known, sorted, without repeats (for completion).

@@ -2,13 +2,19 @@
 public struct TextStyle: Hashable, Sendable {
   /// An SGR foreground color code (31–37, 90–97), or nil for the default color.
   public var foreground: UInt8?
+  /// A color of the 256-color palette (`38;5;N`); it wins over `foreground`.
+  public var palette: UInt8?
   public var bold: Bool
   public var dim: Bool
+  /// Reverse video (the status bar).
+  public var reverse: Bool
 
-  public init(foreground: UInt8? = nil, bold: Bool = false, dim: Bool = false) {
+  public init(foreground: UInt8? = nil, palette: UInt8? = nil, bold: Bool = false, dim: Bool = false, reverse: Bool = false) {
     self.foreground = foreground
+    self.palette = palette
     self.bold = bold
     self.dim = dim
+    self.reverse = reverse
   }
 
   public static let plain = TextStyle()
@@ -16,13 +22,26 @@ public struct TextStyle: Hashable, Sendable {
   public static let bold = TextStyle(bold: true)
   public static let error = TextStyle(foreground: 31, bold: true)
   public static let attention = TextStyle(foreground: 33, bold: true)
+  public static let statusBar = TextStyle(reverse: true)
+
+  /// The same style in reverse video.
+  public var reversed: TextStyle {
+    var style = self
+    style.reverse = true
+    return style
+  }
 
   /// The SGR parameters (`1;32`), empty for plain text.
   public var parameters: String {
     var codes: [String] = []
     if bold { codes.append("1") }
     if dim { codes.append("2") }
-    if let foreground { codes.append(String(foreground)) }
+    if reverse { codes.append("7") }
+    if let palette {
+      codes.append("38;5;\(palette)")
+    } else if let foreground {
+      codes.append(String(foreground))
+    }
     return codes.joined(separator: ";")
   }
 }

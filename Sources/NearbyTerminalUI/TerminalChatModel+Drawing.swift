@@ -9,95 +9,126 @@ extension TerminalChatModel {
     public var cursorColumn: Int
   }
 
-  /// The prompt and the typed text wrapped at the terminal's width. When it has more rows
-  /// than the screen can give it (all but one row), only the rows around the cursor show.
-  public var inputView: InputView {
-    var spans: [(Character, TextStyle)] = []
+  /// How the screen's rows are shared: the log on top, the status bar (when there are at
+  /// least 3 rows), the input line at the bottom.
+  struct ScreenLayout {
+    var input: InputView
+    var logRows: Int
+    var hasStatusBar: Bool
+  }
+
+  /// The whole screen: every row top to bottom, and the cursor (1-based).
+  public struct Frame: Hashable, Sendable {
+    public var rows: [StyledLine]
+    public var cursorRow: Int
+    public var cursorColumn: Int
+  }
+
+  var screenLayout: ScreenLayout {
+    let hasStatusBar = size.rows >= 3
+    let input = inputView(maximumRows: max(1, size.rows - (hasStatusBar ? 2 : 1)))
+    return ScreenLayout(input: input, logRows: max(0, size.rows - input.rows.count - (hasStatusBar ? 1 : 0)), hasStatusBar: hasStatusBar)
+  }
+
+  /// What the log rows depend on, for the conversation shown.
+  var logLayout: Conversation.Layout {
+    Conversation.Layout(
+      width: size.columns, height: screenLayout.logRows, today: LocalDay(now), term: shown.match == nil ? nil : searchTerm)
+  }
+
+  /// The screen as it should look now.
+  public var frame: Frame {
+    let layout = screenLayout
+    var log = layout.logRows > 0 ? shown.visibleRows(logLayout) : []
+    log = [StyledLine](repeating: StyledLine(), count: max(0, layout.logRows - log.count)) + log
+    var rows = log
+    if layout.hasStatusBar { rows.append(statusBar) }
+    rows += layout.input.rows
+    let inputTop = size.rows - layout.input.rows.count + 1
+    return Frame(rows: rows, cursorRow: inputTop + layout.input.cursorRow, cursorColumn: layout.input.cursorColumn + 1)
+  }
+
+  /// The prompt: the conversation a line goes to, or the question being asked.
+  var prompt: StyledLine {
+    switch mode {
+    case .searching: return StyledLine("search: ", .bold)
+    case .confirming(let lines): return StyledLine("send \(lines) lines? Enter sends, Esc edits> ", .attention)
+    case .editing:
+      var line = StyledLine("[", .dim)
+      if let peer = shown.peer {
+        line.append(EventFormatter.sanitize(shown.title), styler.nameStyle(of: peer.id))
+      } else {
+        line.append(shown.title, .bold)
+      }
+      line.append("] ", .dim)
+      return line
+    }
+  }
+
+  /// The prompt and the typed text wrapped at the terminal's width (a newline in the text
+  /// starts a row). When it has more rows than `maximumRows`, only the rows around the
+  /// cursor show.
+  public func inputView(maximumRows: Int) -> InputView {
+    var cells: [(Character, TextStyle)] = []
     for span in prompt.spans {
-      for character in span.text { spans.append((character, span.style)) }
+      for character in span.text { cells.append((character, span.style)) }
     }
-    let promptCount = spans.count
-    for character in editor.characters { spans.append((character, .plain)) }
-    let (positions, end) = RowLayout.place(spans.map { DisplayWidth.of($0.0) }, width: size.columns)
-    var rows = [StyledLine](repeating: StyledLine(), count: end.row + 1)
-    for (index, (character, style)) in spans.enumerated() {
-      rows[positions[index].row].append(String(character), style)
+    let promptCount = cells.count
+    let typed: LineEditor
+    if case .searching(let search) = mode { typed = search } else { typed = editor }
+    for character in typed.characters { cells.append((character, .plain)) }
+    var rows = [StyledLine()]
+    var positions: [(row: Int, column: Int)] = []
+    var column = 0
+    for (character, style) in cells {
+      if character == "\n" {
+        positions.append((rows.count - 1, column))
+        rows.append(StyledLine())
+        column = 0
+        continue
+      }
+      let width = DisplayWidth.of(character)
+      if RowLayout.wraps(column: column, characterWidth: width, width: size.columns) {
+        rows.append(StyledLine())
+        column = 0
+      }
+      positions.append((rows.count - 1, column))
+      rows[rows.count - 1].append(String(character), style)
+      column += width
     }
-    let cursorIndex = promptCount + editor.cursor
+    var end = (row: rows.count - 1, column: column)
+    if column >= size.columns {
+      rows.append(StyledLine())
+      end = (rows.count - 1, 0)
+    }
+    let cursorIndex = promptCount + typed.cursor
     var cursor = cursorIndex < positions.count ? positions[cursorIndex] : end
-    let visible = max(1, size.rows - 1)
+    let visible = max(1, maximumRows)
     if rows.count > visible {
       let first = min(max(0, cursor.row - visible + 1), rows.count - visible)
       rows = Array(rows[first..<(first + visible)])
       cursor.row -= first
     }
-    return InputView(rows: rows, cursorRow: cursor.row, cursorColumn: cursor.column)
+    return InputView(rows: rows, cursorRow: cursor.row, cursorColumn: min(cursor.column, max(0, size.columns - 1)))
   }
 
-  /// Draws new entries above the input line and redraws the input line.
-  ///
-  /// From the top row of the input line as drawn before, the screen is cleared and the new
-  /// entries' rows and then the input rows are written, one CR LF between rows: the
-  /// terminal scrolls exactly as far as needed and the input ends on the bottom row. If the
-  /// input shrank by more rows than there are new ones, the screen is repainted instead
-  /// (otherwise blank rows would stay between the lines and the input).
-  mutating func draw(appending new: [ScreenEntry], into screen: inout String) {
-    remember(new)
-    let view = inputView
-    let newRows = new.flatMap { $0.line.rows(width: size.columns) }
-    if newRows.count + view.rows.count < drawnInputRows {
-      repaint(into: &screen)
-      return
-    }
-    screen += "\u{1B}[?25l" + cursorTo(row: size.rows - drawnInputRows + 1, column: 1) + "\u{1B}[J"
-    for (index, row) in (newRows + view.rows).enumerated() {
-      if index > 0 { screen += "\r\n" }
-      screen += "\u{1B}[2K" + row.ansi(color: color)
-    }
-    place(view, into: &screen)
-  }
+  /// The input line as it is now, with all the rows it may take.
+  public var inputView: InputView { screenLayout.input }
 
-  /// Repaints every row: the newest entries that fit, then the input line.
-  mutating func repaint(into screen: inout String) {
-    let view = inputView
-    let room = max(0, size.rows - view.rows.count)
-    var rows: [StyledLine] = []
-    for entry in entries.reversed() {
-      if rows.count >= room { break }
-      rows.insert(contentsOf: entry.line.rows(width: size.columns), at: 0)
+  /// Writes the rows that differ from what is on the screen, then puts the cursor into the
+  /// input line.
+  mutating func present(into screen: inout String) {
+    let frame = self.frame
+    let rows = frame.rows.map { $0.ansi(color: color) }
+    if drawn.count != rows.count { drawn = [String?](repeating: nil, count: rows.count) }
+    var out = ""
+    for (index, row) in rows.enumerated() where drawn[index] != row {
+      out += cursorTo(row: index + 1, column: 1) + "\u{1B}[2K" + row
+      drawn[index] = row
     }
-    rows = Array(rows.suffix(room))
-    rows = [StyledLine](repeating: StyledLine(), count: room - rows.count) + rows + view.rows
-    screen += "\u{1B}[?25l\u{1B}[?7l"
-    for (index, row) in rows.enumerated() {
-      screen += cursorTo(row: index + 1, column: 1) + "\u{1B}[2K" + row.ansi(color: color)
-    }
-    place(view, into: &screen)
+    let cursor = (row: frame.cursorRow, column: frame.cursorColumn)
+    guard !out.isEmpty || cursor != drawnCursor else { return }
+    screen += "\u{1B}[?25l" + out + cursorTo(row: cursor.row, column: cursor.column) + "\u{1B}[?25h"
+    drawnCursor = cursor
   }
-
-  /// Puts the cursor into the input line drawn on the bottom rows and shows it.
-  private mutating func place(_ view: InputView, into screen: inout String) {
-    drawnInputRows = view.rows.count
-    cursorPosition = (size.rows - view.rows.count + 1 + view.cursorRow, view.cursorColumn + 1)
-    screen += cursorTo(row: cursorPosition.row, column: cursorPosition.column) + "\u{1B}[?25h"
-  }
-
-  /// Changes the delivery mark of an own message, and on the screen if it is still there.
-  mutating func mark(serial: Int, _ mark: DeliveryMark, into screen: inout String) {
-    let index = serial - droppedEntries
-    guard entries.indices.contains(index), entries[index].line.spans.count > 1 else { return }
-    entries[index].line.spans[1] = mark.span
-    guard ChatLineStyler.markColumn < size.columns else { return }
-    var rowsBelow = 0  // from the entry's first row down to the input line
-    for entry in entries[index...] {
-      rowsBelow += entry.line.rows(width: size.columns).count
-      if rowsBelow > size.rows { return }
-    }
-    let row = size.rows - drawnInputRows - rowsBelow + 1
-    guard row >= 1 else { return }
-    screen += "\u{1B}[?25l" + cursorTo(row: row, column: ChatLineStyler.markColumn + 1) + StyledLine([mark.span]).ansi(color: color)
-    screen += cursorTo(row: cursorPosition.row, column: cursorPosition.column) + "\u{1B}[?25h"
-  }
-
-  func cursorTo(row: Int, column: Int) -> String { "\u{1B}[\(row);\(column)H" }
 }

@@ -4,11 +4,13 @@ import NearbyChat
 /// The terminal chat, without a terminal: key bytes, chat lines, resizes and time go in;
 /// the bytes to write to the terminal and the lines to hand to ``LineChat`` come out.
 ///
-/// The screen it keeps: the input line (prompt, typed text, wrapped over as many rows as
-/// it needs) sits on the bottom rows; the lines of the chat scroll above it. Every change
-/// is drawn with absolute cursor positions and autowrap off, so every row the model counts
-/// is one row on the terminal and arriving lines never garble a half-typed one. A resize
-/// (or Ctrl-L) repaints the whole screen from the lines the model keeps.
+/// The screen it keeps, from the top: the log of the conversation shown, a status bar
+/// (conversations with their unread counts, the peer counts), and the input line (prompt,
+/// typed text, wrapped over as many rows as it needs) on the bottom rows. Every update
+/// renders the whole screen as rows (``frame``) and writes only the rows that changed, with
+/// absolute cursor positions and autowrap off, so every row the model counts is one row on
+/// the terminal and arriving lines never garble a half-typed one. A resize (or Ctrl-L)
+/// repaints every row.
 public struct TerminalChatModel: Sendable {
   /// The terminal's size in character cells.
   public struct Size: Hashable, Sendable {
@@ -17,6 +19,26 @@ public struct TerminalChatModel: Sendable {
     public init(columns: Int, rows: Int) {
       self.columns = max(1, columns)
       self.rows = max(1, rows)
+    }
+  }
+
+  /// How the chat looks and behaves (the options of `nearby chat`).
+  public struct Settings: Hashable, Sendable {
+    /// Styles and colors (`NO_COLOR`, `--no-color` turn them off).
+    public var color: Bool
+    /// Names in the 256-color palette (else the 16 basic colors).
+    public var extendedColors: Bool
+    /// The terminal bell on a private message, an invitation or a mention of our name in a
+    /// conversation not shown (`--no-bell` turns it off).
+    public var bell: Bool
+    /// Lines kept per conversation (`--scrollback`).
+    public var scrollback: Int
+
+    public init(color: Bool = true, extendedColors: Bool = true, bell: Bool = true, scrollback: Int = 10_000) {
+      self.color = color
+      self.extendedColors = extendedColors
+      self.bell = bell
+      self.scrollback = max(1, scrollback)
     }
   }
 
@@ -30,11 +52,14 @@ public struct TerminalChatModel: Sendable {
     /// A line from the chat.
     case line(ChatLine)
     case resize(Size)
-    /// What the session knows about peers (corrects the prompt's counts).
+    /// What the session knows about peers (corrects the counts).
     case roster(found: [Peer], connected: [Peer], inviting: [Peer])
+    /// The history file of a conversation (asked for with ``Effect/openLog(_:)``), oldest first.
+    case restored(Conversation.ID, [LogRecord])
     /// Repaint everything (after a suspend).
     case redraw
-    /// The chat ends: clear the input line, turn autowrap and the cursor back on.
+    /// The chat ends: clear the status bar and the input line, turn autowrap and the cursor
+    /// back on.
     case finish
   }
 
@@ -43,8 +68,12 @@ public struct TerminalChatModel: Sendable {
     case write(String)
     /// A line for the chat (a command or a message).
     case submit(String)
-    /// Keep a line in the history file.
+    /// Keep a line in the input history file.
     case remember(String)
+    /// Read the history file of a conversation and send it back as ``Event/restored(_:_:)``.
+    case openLog(Conversation.ID)
+    /// Add a record to the history file of a conversation.
+    case log(Conversation.ID, LogRecord)
     /// Ctrl-C on an empty line, or Ctrl-D on an empty line: leave (like /quit).
     case quit
     /// Ctrl-C again while leaving: leave now.
@@ -53,38 +82,61 @@ public struct TerminalChatModel: Sendable {
     case suspend
   }
 
+  /// What the input line is doing.
+  public enum InputMode: Hashable, Sendable {
+    case editing
+    /// Enter on a message of more than ``confirmLines`` lines: asking whether to send it.
+    case confirming(lines: Int)
+    /// Ctrl-R: the search term is typed here; the view shows the match.
+    case searching(LineEditor)
+  }
+
   public internal(set) var editor = LineEditor()
   public internal(set) var history: InputHistory
   public internal(set) var roster = PeerRoster()
   public internal(set) var size: Size
-  /// The lines above the input line, oldest first (at most ``maximumEntries``).
-  public internal(set) var entries: [ScreenEntry] = []
+  /// The one with everyone first, then the private ones in the order they opened.
+  public internal(set) var conversations: [Conversation]
+  /// The index of the conversation shown.
+  public internal(set) var current = 0
+  public internal(set) var mode = InputMode.editing
+  /// The text searched for last (`/search`, Ctrl-R).
+  public internal(set) var searchTerm: String?
   public internal(set) var isQuitting = false
-  /// Whether text is styled with colors and attributes (`NO_COLOR`, `--no-color`).
-  public let color: Bool
-  public static let maximumEntries = 2000
+  public let settings: Settings
 
+  /// More lines than this in one message are sent only after a question.
+  public static let confirmLines = 5
+
+  /// The conversation shown.
+  public var shown: Conversation { conversations[current] }
+  /// Whether text is styled with colors and attributes.
+  public var color: Bool { settings.color }
   /// Whether an escape sequence waits for more bytes (see ``KeyDecoder/isWaiting``).
   public var isWaitingForKeys: Bool { decoder.isWaiting }
 
   var decoder = KeyDecoder()
   var styler: ChatLineStyler
-  /// Entries dropped from the front so far (an entry's serial minus this is its index).
-  var droppedEntries = 0
-  /// Our messages whose delivery mark may still change, with their entry's serial. The
+  /// Our messages whose delivery mark may still change, with the lines that show them (in
+  /// the conversation they belong to, and a copy where a private one was typed). The
   /// session says when each is settled (``ChatLine/settled(_:)``).
-  var outgoing: [MessageID: Int] = [:]
-  /// The rows of the input line as last drawn (at the bottom of the screen).
-  var drawnInputRows = 1
-  /// Where the cursor was put after the last draw (1-based row and column).
-  var cursorPosition = (row: 1, column: 1)
+  var outgoing: [MessageID: [LineReference]] = [:]
+  /// The rows as last written (nil: unknown, write it), and the cursor put after them.
+  var drawn: [String?] = []
+  var drawnCursor = (row: 0, column: 0)
   var now: UInt64 = 0
 
-  public init(me: Peer, size: Size, color: Bool, history: [String] = [], historyCapacity: Int = 1000) {
-    styler = ChatLineStyler(me: me)
+  struct LineReference: Hashable, Sendable {
+    var conversation: Conversation.ID
+    var serial: Int
+  }
+
+  public init(me: Peer, size: Size, settings: Settings = Settings(), history: [String] = [], historyCapacity: Int = 1000) {
+    styler = ChatLineStyler(me: me, extendedColors: settings.extendedColors)
     self.size = size
-    self.color = color
+    self.settings = settings
     self.history = InputHistory(history, capacity: historyCapacity)
+    conversations = [Conversation(id: .everyone, title: "all", capacity: settings.scrollback)]
   }
 
   /// Handles one event at time `now` (milliseconds since the epoch, for timestamps).
@@ -94,81 +146,57 @@ public struct TerminalChatModel: Sendable {
     var effects: [Effect] = []
     switch event {
     case .start:
-      // Put the cursor on the bottom row, whatever row the shell left it on.
-      screen += "\u{1B}[?7l" + String(repeating: "\r\n", count: size.rows - 1)
-      drawnInputRows = 1
-      draw(appending: [], into: &screen)
+      // Put the cursor on the bottom row, whatever row the shell left it on (what was on
+      // the screen scrolls up into the terminal's history), then paint every row.
+      screen += "\u{1B}[?7l" + String(repeating: "\r\n", count: size.rows - 1) + "\u{1B}[?2004h"
+      drawn = []
+      conversations[0].awaitingHistory = true
+      effects.append(.openLog(.everyone))
     case .input(let bytes):
       handle(decoder.decode(bytes), into: &screen, effects: &effects)
     case .escapeTimeout:
       handle(decoder.flush(), into: &screen, effects: &effects)
     case .line(let line):
-      let shown = show(line, into: &screen)
-      draw(appending: shown, into: &screen)
+      show(line, into: &screen, effects: &effects)
     case .resize(let newSize):
       size = newSize
-      repaint(into: &screen)
+      screen += "\u{1B}[H\u{1B}[2J"
+      drawn = []
     case .roster(let found, let connected, let inviting):
-      let before = prompt
       roster.replace(found: found, connected: connected, inviting: inviting)
-      if prompt != before { draw(appending: [], into: &screen) }
+    case .restored(let id, let records):
+      restore(id, records)
     case .redraw:
-      repaint(into: &screen)
+      screen += "\u{1B}[?7l\u{1B}[?2004h\u{1B}[H\u{1B}[2J"
+      drawn = []
     case .finish:
-      screen += cursorTo(row: size.rows - drawnInputRows + 1, column: 1) + "\u{1B}[J\u{1B}[0m\u{1B}[?7h\u{1B}[?25h"
+      let layout = screenLayout
+      screen += cursorTo(row: layout.logRows + 1, column: 1) + "\u{1B}[J\u{1B}[0m\u{1B}[?2004l\u{1B}[?7h\u{1B}[?25h"
+      return [.write(screen)] + effects
     }
+    present(into: &screen)
     return screen.isEmpty ? effects : [.write(screen)] + effects
   }
 
-  // MARK: Chat lines
-
-  /// Updates the state for a chat line. - Returns: the entries to show.
-  mutating func show(_ line: ChatLine, into screen: inout String) -> [ScreenEntry] {
-    roster.apply(line)
-    switch line {
-    case .ready(let peer, _, _):
-      styler.me = peer
-    case .sent(let id, _, _, _):
-      let shown = styler.entries(for: line, now: now)
-      outgoing[id] = droppedEntries + entries.count
-      return shown
-    case .event(.delivered(let id, _)):
-      // The mark changes once every recipient has answered; no line of its own.
-      if outgoing[id] != nil { return [] }
-    case .event(.error(.undelivered(let id, _, _, _))):
-      if let serial = outgoing[id] { mark(serial: serial, .failed, into: &screen) }
-    case .settled(let report):
-      if let serial = outgoing.removeValue(forKey: report.messageID) {
-        mark(serial: serial, report.isDelivered ? .delivered : .failed, into: &screen)
-      }
-      return []
-    default:
-      break
-    }
-    return styler.entries(for: line, now: now)
+  /// The index of a conversation, opened (at the end, its history asked for) if needed.
+  mutating func conversation(_ id: Conversation.ID, peer: Peer?, effects: inout [Effect]) -> Int {
+    if let index = conversations.firstIndex(where: { $0.id == id }) { return index }
+    var conversation = Conversation(id: id, title: peer?.name.value ?? "all", peer: peer, capacity: settings.scrollback)
+    conversation.awaitingHistory = true
+    conversations.append(conversation)
+    effects.append(.openLog(id))
+    return conversations.count - 1
   }
 
-  /// Adds entries to the kept lines (the oldest beyond the limit are forgotten).
-  mutating func remember(_ new: [ScreenEntry]) {
-    entries.append(contentsOf: new)
-    let excess = entries.count - Self.maximumEntries
-    if excess > 0 {
-      entries.removeFirst(excess)
-      droppedEntries += excess
-    }
+  /// Shows another conversation: the one left is read up to here, the one shown gets an
+  /// unread marker before what arrived since it was last shown.
+  mutating func switchTo(_ index: Int) {
+    guard index != current, conversations.indices.contains(index) else { return }
+    if case .searching = mode { mode = .editing }
+    conversations[current].hide()
+    current = index
+    conversations[current].show()
   }
 
-  /// The prompt: our name and the counts of connected peers, found peers and invitations.
-  var prompt: StyledLine {
-    var counts = "\(roster.connected.count) connected, \(roster.found.count) found"
-    if !roster.inviting.isEmpty { counts += ", \(roster.inviting.count) invitation\(roster.inviting.count == 1 ? "" : "s")" }
-    var line = StyledLine(EventFormatter.sanitize(styler.me.name.value), .bold)
-    if size.columns >= 50 {
-      line.append(" (\(counts))", .dim)
-    } else {
-      line.append(" \(roster.connected.count)/\(roster.found.count)", .dim)
-    }
-    line.append("> ")
-    return line
-  }
+  func cursorTo(row: Int, column: Int) -> String { "\u{1B}[\(row);\(column)H" }
 }

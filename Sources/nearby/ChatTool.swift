@@ -20,6 +20,7 @@ struct ChatTool: Tool {
   let json: Bool
   let plain: Bool
   let color: Bool
+  let terminal: TerminalChat.Options
   let script: String?
   let interactive: Bool
 
@@ -43,6 +44,12 @@ struct ChatTool: Tool {
     json = parsed.isSet(NearbyCommands.Common.json)
     plain = parsed.isSet(Options.plain)
     color = !parsed.isSet(Options.noColor) && (environment["NO_COLOR"] ?? "").isEmpty
+    let extendedColors = (environment["TERM"] ?? "").contains("256color") || !(environment["COLORTERM"] ?? "").isEmpty
+    terminal = TerminalChat.Options(
+      settings: .init(
+        color: color, extendedColors: extendedColors, bell: !parsed.isSet(Options.noBell),
+        scrollback: try parsed.value(Options.scrollback, default: 10_000)),
+      history: !parsed.isSet(Options.noHistory))
     script = try parsed.value(Options.script)
     interactive = environment.isInteractiveTerminal
   }
@@ -70,7 +77,7 @@ struct ChatTool: Tool {
     }
     if !json && !plain && interactive {
       if let code = await TerminalChat.run(
-        session: session, connect: connect, color: color, stateDirectory: identity.directory ?? "", signals: signals)
+        session: session, connect: connect, options: terminal, stateDirectory: identity.directory, signals: signals)
       {
         return code
       }

@@ -23,7 +23,8 @@ struct ChatTUIEndToEndTests {
     try await tmux.press("Enter")
   }
 
-  static func isPrompt(_ row: String) -> Bool { row.hasPrefix("alice (") && (row.contains(")> ") || row.hasSuffix(")>")) }
+  /// The prompt of the conversation with everyone, or with a peer.
+  static func isPrompt(_ row: String) -> Bool { row.hasPrefix("[all]") || row.hasPrefix("[bob]") }
 
   /// Runs `body` with a tmux server that is stopped afterwards, also when `body` throws.
   static func withTmux(columns: Int, rows: Int, _ body: (Tmux) async throws -> Void) async throws {
@@ -73,16 +74,16 @@ struct ChatTUIEndToEndTests {
     try await tmux.type("/invite bob")
     try await tmux.press("Enter")
     try await bob.waitForLine(containing: "connected to alice")
-    try await tmux.waitForScreen("the connected count") { $0.lastContent.hasPrefix("alice (1 connected") }
+    try await tmux.waitForScreen("the connected count") { Self.statusBar($0).contains("alice: 1 connected") }
 
     // Alice types half a line; bob's message arrives above it.
     let half = "héllo 日本 bo"
     try await tmux.type(half)
-    try await tmux.waitForScreen("the half line") { $0.lastContent.hasSuffix(")> " + half) }
+    try await tmux.waitForScreen("the half line") { $0.lastContent == "[all] " + half }
     bob.send("hi alice, from bob")
     let screen = try await tmux.waitForScreen("bob's message") { $0.contains { $0.hasSuffix("bob: hi alice, from bob") } }
     let rows = screen.trimmedBottom
-    #expect(rows.last!.hasSuffix(")> " + half), "\(screen)")
+    #expect(rows.last! == "[all] " + half, "\(screen)")
     #expect(Self.isPrompt(rows.last!))
     // (Other notices, such as "advertised", may arrive in between.)
     let bobRow = rows.lastIndex { $0.hasSuffix("bob: hi alice, from bob") }
@@ -97,27 +98,27 @@ struct ChatTUIEndToEndTests {
     // A line longer than the terminal, then a narrower terminal: everything is redrawn.
     let long = String(repeating: "0123456789", count: 12) + "日本"
     try await tmux.type(long)
-    try await tmux.waitForScreen("the long line") { $0.trimmedBottom.suffix(2).joined().hasSuffix(")> " + long) }
+    try await tmux.waitForScreen("the long line") { $0.trimmedBottom.suffix(2).joined() == "[all] " + long }
     try await tmux.resize(columns: 60, rows: 20)
     let resized = try await tmux.waitForScreen("the redraw at 60 columns") { rows in
-      rows.count == 20 && rows.trimmedBottom.suffix(3).joined().hasSuffix(")> " + long)
+      rows.count == 20 && rows.trimmedBottom.suffix(3).joined() == "[all] " + long
         && rows.contains { $0.hasSuffix("✓ alice: héllo 日本 bob, the end") }
     }
     #expect(resized.allSatisfy { $0.count <= 60 }, "\(resized)")
     // Redrawn by the chat, not just re-wrapped by tmux (which would give rows of 60, 40
-    // and 54 columns from the 100 and 54 before).
+    // and 30 columns from the 100 and 30 before).
     let input = Array(resized.trimmedBottom.suffix(3))
-    #expect(input[0].hasPrefix("alice (1 connected"), "\(resized)")
-    #expect(input.map(\.count) == [60, 60, 32], "\(resized)")
-    #expect(input.joined().hasSuffix(")> " + long))
+    #expect(input[0].hasPrefix("[all] 0123"), "\(resized)")
+    #expect(input.map(\.count) == [60, 60, 8], "\(resized)")
+    #expect(Self.statusBar(Array(resized.trimmedBottom.dropLast(2))).hasPrefix("[1:all] │ alice: 1 connected"), "\(resized)")
     #expect(resized.contains { $0.hasSuffix("bob: hi alice, from bob") })
     // Editing goes on at the new width.
     try await tmux.type("!")
-    try await tmux.waitForScreen("the edit at 60 columns") { $0.lastContent.hasSuffix(String(long.suffix(32)) + "!") }
+    try await tmux.waitForScreen("the edit at 60 columns") { $0.lastContent == String(long.suffix(8)) + "!" }
 
     // Ctrl-U empties the line; /quit leaves a usable shell.
     try await tmux.press("C-u")
-    try await tmux.waitForScreen("the empty input") { Self.isPrompt($0.lastContent) && $0.lastContent.hasSuffix(")>") }
+    try await tmux.waitForScreen("the empty input") { $0.lastContent == "[all]" }
     try await tmux.type("/quit")
     try await tmux.press("Enter")
     try await bob.waitForLine(containing: "disconnected from alice")
@@ -130,13 +131,13 @@ struct ChatTUIEndToEndTests {
       try await Self.startAlice(tmux, directory: directory.path, service: LAN.uniqueServiceType(), extra: " --no-color")
       try await tmux.waitForScreen("the prompt") { Self.isPrompt($0.lastContent) }
       try await tmux.type("half typed")
-      try await tmux.waitForScreen("the half line") { $0.lastContent.hasSuffix("> half typed") }
+      try await tmux.waitForScreen("the half line") { $0.lastContent == "[all] half typed" }
       let pid = try String(contentsOfFile: directory.path + "/alice.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
       #expect(kill(pid_t(pid)!, SIGTERM) == 0)
       try await Self.expectCookedShell(tmux, directory: directory.path)
       // The chat cleared its input line on the way out.
       let after = try await tmux.screen()
-      #expect(!after.contains { $0.contains("> half typed") }, "\(after)")
+      #expect(!after.contains { $0.contains("[all] half typed") }, "\(after)")
     }
   }
 

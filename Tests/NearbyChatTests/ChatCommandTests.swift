@@ -17,6 +17,8 @@ struct ChatCommandTests {
       ("/invite bob lunch at noon?", .invite(target: "bob", context: "lunch at noon?")),
       ("/invite \"bob smith\" hi", .invite(target: "bob smith", context: "hi")),
       ("/accept bob", .accept(target: "bob")),
+      ("/accept", .answerOnly(accept: true)),
+      ("  /DECLINE  ", .answerOnly(accept: false)),
       ("/decline 1a2b3c4d", .decline(target: "1a2b3c4d")),
       ("/msg alice hi there", .message(target: "alice", text: "hi there")),
       ("/leave bob", .leave(target: "bob")),
@@ -25,7 +27,8 @@ struct ChatCommandTests {
       ("//slash at the start", .say("/slash at the start")),
       ("/msg alice", .invalid("usage: /msg NAME|ID text")),
       ("/invite", .invalid("usage: /invite NAME|ID [context]")),
-      ("/accept a b", .invalid("usage: /accept NAME|ID")),
+      ("/accept a b", .invalid("usage: /accept [NAME|ID]")),
+      ("/decline a b", .invalid("usage: /decline [NAME|ID]")),
       ("/who me", .invalid("/who takes no argument")),
     ])
   func parse(line: String, command: ChatCommand) {

@@ -39,15 +39,25 @@ struct ChatScreenHarness {
   var model: TerminalChatModel
   var terminal: VirtualTerminal
   var effects: [TerminalChatModel.Effect] = []
+  /// What the model asked to keep in history files (not in `effects`).
+  var logged: [(conversation: Conversation.ID, record: LogRecord)] = []
+  /// The effects of the start (the history file of "all" asked for, and answered: empty).
+  var startEffects: [TerminalChatModel.Effect] = []
   var written = ""
   var now = Fixtures.noon
 
-  init(columns: Int = 60, rows: Int = 12, color: Bool = false, history: [String] = [], me: Peer = Fixtures.alice) {
-    model = TerminalChatModel(me: me, size: .init(columns: columns, rows: rows), color: color, history: history)
+  init(
+    columns: Int = 60, rows: Int = 12, color: Bool = false, bell: Bool = true, scrollback: Int = 10_000, history: [String] = [],
+    me: Peer = Fixtures.alice
+  ) {
+    model = TerminalChatModel(
+      me: me, size: .init(columns: columns, rows: rows), settings: .init(color: color, bell: bell, scrollback: scrollback), history: history)
     terminal = VirtualTerminal(columns: columns, rows: rows)
     // A shell prompt and a command line were there before, as in a real terminal.
     terminal.write("$ nearby chat\r\n")
     send(.start)
+    startEffects = effects
+    answerLogRequests()
   }
 
   mutating func send(_ event: TerminalChatModel.Event) {
@@ -56,6 +66,8 @@ struct ChatScreenHarness {
       if case .write(let text) = effect {
         terminal.write(text)
         written += text
+      } else if case .log(let id, let record) = effect {
+        logged.append((id, record))
       } else {
         effects.append(effect)
       }
@@ -71,6 +83,23 @@ struct ChatScreenHarness {
     send(.resize(.init(columns: columns, rows: rows)))
   }
 
+  /// The effects other than submitted lines and history records (and forgets them).
+  mutating func takeEffects() -> [TerminalChatModel.Effect] {
+    defer { effects.removeAll() }
+    return effects
+  }
+
+  /// Answers the model's requests for history files with `records` for the conversation
+  /// (and none for the others).
+  mutating func answerLogRequests(_ records: [Conversation.ID: [LogRecord]] = [:]) {
+    let requests = effects.compactMap { effect -> Conversation.ID? in
+      if case .openLog(let id) = effect { return id }
+      return nil
+    }
+    effects.removeAll { if case .openLog = $0 { return true } else { return false } }
+    for id in requests { send(.restored(id, records[id] ?? [])) }
+  }
+
   /// The submitted lines so far (and forgets them).
   mutating func takeSubmitted() -> [String] {
     let lines = effects.compactMap { effect -> String? in
@@ -82,13 +111,20 @@ struct ChatScreenHarness {
   }
 
   var screen: [String] { terminal.lines }
+  var shown: Conversation { model.shown }
+  /// The rows of the log (above the status bar), without timestamps.
+  var log: [String] { Array(terminal.lines.dropLast(model.inputView.rows.count + 1)).map(Self.untimed) }
+  /// The log's rows that are not blank.
+  var logContent: [String] { log.filter { !$0.isEmpty } }
+  /// The status bar (the row above the input line).
+  var statusBar: String { terminal.lines[terminal.lines.count - model.inputView.rows.count - 1] }
   var lastRow: String { terminal.lines.last! }
   /// The cursor on the virtual screen (0-based).
   var cursor: (row: Int, column: Int) { (terminal.row, terminal.column) }
 
   /// A screen line without its `[hh:mm:ss] ` timestamp.
   static func untimed(_ line: String) -> String {
-    guard line.hasPrefix("["), line.count > 11, Array(line)[9] == "]" else { return line }
+    guard line.hasPrefix("["), line.count >= 11, Array(line)[9] == "]" else { return line }
     return String(line.dropFirst(11))
   }
 
@@ -111,6 +147,12 @@ enum Keys {
   static let enter = "\r"
   static let tab = "\t"
   static let backspace = "\u{7F}"
+  static let pageUp = "\u{1B}[5~"
+  static let pageDown = "\u{1B}[6~"
+  static let altLeft = "\u{1B}[1;3D"
+  static let altRight = "\u{1B}[1;3C"
+  static func alt(_ character: Character) -> String { "\u{1B}" + String(character) }
+  static func paste(_ text: String) -> String { "\u{1B}[200~" + text + "\u{1B}[201~" }
   static func ctrl(_ letter: Character) -> String {
     String(UnicodeScalar(letter.asciiValue! & 0x1F))
   }

@@ -25,9 +25,31 @@ import Testing
     #expect(complete("hi bo") == .replace(3..<5, with: "bob "))
   }
 
+  @Test func aNameAtTheStartOfAMessageIsAddressed() {
+    #expect(complete("bo") == .replace(0..<2, with: "bob: "))
+    #expect(complete("B") == .replace(0..<1, with: "bob: "))
+    #expect(complete("ali") == .replace(0..<3, with: "alic"))
+    #expect(complete("alic") == .candidates(["alice", "alicia"]))
+    #expect(complete("Bo", names: ["Bo Diddley"]) == .replace(0..<2, with: "Bo Diddley: "))
+  }
+
+  @Test func afterACommandTheNamesItActsOnComeFirst() {
+    let inviting: (String) -> [String]? = { $0 == "/accept" ? ["alicia"] : nil }
+    #expect(
+      Completion.complete(Array("/accept a"), cursor: 9, commands: ChatCommand.names, names: ["alice", "alicia"], argumentNames: inviting)
+        == .replace(8..<9, with: "alicia "))
+    #expect(
+      Completion.complete(Array("/msg a"), cursor: 6, commands: ChatCommand.names, names: ["alice", "alicia"], argumentNames: inviting)
+        == .replace(5..<6, with: "alic"))
+    // The command's names do not match: all names do.
+    #expect(
+      Completion.complete(Array("/accept b"), cursor: 9, commands: ChatCommand.names, names: ["bob"], argumentNames: inviting)
+        == .replace(8..<9, with: "bob "))
+  }
+
   @Test func severalMatchesWithNothingMoreInCommonAreListed() {
-    #expect(complete("b", names: ["bob", "Bo Diddley"]) == .replace(0..<1, with: "bo"))
-    #expect(complete("bo", names: ["bob", "Bo Diddley"]) == .candidates(["bob", "Bo Diddley"]))
+    #expect(complete("hi b", names: ["bob", "Bo Diddley"]) == .replace(3..<4, with: "bo"))
+    #expect(complete("hi bo", names: ["bob", "Bo Diddley"]) == .candidates(["bob", "Bo Diddley"]))
   }
 
   @Test func namesWithSpacesAreQuoted() {

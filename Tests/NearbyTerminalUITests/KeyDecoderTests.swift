@@ -15,8 +15,8 @@ import Testing
   @Test func controlKeys() {
     #expect(
       decode("\u{01}\u{05}\u{02}\u{06}\u{15}\u{0B}\u{17}\u{19}\u{03}\u{04}\u{0C}\u{1A}\u{10}\u{0E}\t\r\u{7F}\u{08}") == [
-        .home, .end, .left, .right, .killToStart, .killToEnd, .killWordBackward, .yank, .interrupt, .endOfInput, .redraw, .suspend, .up,
-        .down, .tab, .enter, .backspace, .backspace,
+        .home, .end, .left, .right, .killToStart, .killToEnd, .killWordBackward, .yank, .interrupt, .endOfInput, .redraw, .suspend,
+        .previousConversation, .nextConversation, .tab, .enter, .backspace, .backspace,
       ])
   }
 
@@ -27,16 +27,20 @@ import Testing
 
   @Test func wordMoves() {
     #expect(
-      decode("\u{1B}b\u{1B}f\u{1B}[1;5D\u{1B}[1;5C\u{1B}[1;3D\u{1B}[1;3C") == [.wordLeft, .wordRight, .wordLeft, .wordRight, .wordLeft, .wordRight])
+      decode("\u{1B}b\u{1B}f\u{1B}[1;5D\u{1B}[1;5C\u{1B}[1;2D\u{1B}[1;7C") == [.wordLeft, .wordRight, .wordLeft, .wordRight, .wordLeft, .wordRight])
     #expect(decode("\u{1B}d\u{1B}\u{7F}") == [.killWordForward, .killWordBackward])
   }
 
   @Test func carriageReturnLineFeedIsOneEnter() {
-    #expect(decode("a\r\nb\nc\r") == [.text("a"), .enter, .text("b"), .enter, .text("c"), .enter])
+    var decoder = KeyDecoder()
+    #expect(decoder.decode(Array("a\r".utf8)) == [.text("a"), .enter])
+    #expect(decoder.decode(Array("\n".utf8)) == [])
+    #expect(decoder.decode(Array("b\n".utf8)) == [.text("b"), .enter])
+    #expect(decoder.decode(Array("\r\n".utf8)) == [.enter])
   }
 
   @Test func unknownSequencesAndControlsAreDropped() {
-    #expect(decode("a\u{1B}[15~b\u{1B}[200~c\u{1B}x\u{00}\u{1C}d") == [.text("a"), .text("b"), .text("c"), .text("d")].merged)
+    #expect(decode("a\u{1B}[15~b\u{1B}[201~c\u{1B}x\u{00}\u{1C}d") == [.text("a"), .text("b"), .text("c"), .text("d")].merged)
     #expect(decode("\u{1B}[?1;2c") == [])
     // C1 controls typed as UTF-8 never reach the line.
     #expect(decode("a\u{9B}b") == [.text("ab")])
@@ -69,7 +73,7 @@ import Testing
     #expect(first == [])
     #expect(decoder.isWaiting)
     let flushed = decoder.flush()
-    #expect(flushed == [])
+    #expect(flushed == [.escape])
     #expect(!decoder.isWaiting)
     let next = decoder.decode(Array("b".utf8))
     #expect(next == [.text("b")])
@@ -92,6 +96,63 @@ import Testing
     #expect(dropped == [])
     let next = decoder.decode(Array("ok".utf8))
     #expect(next == [.text("ok")])
+  }
+}
+
+/// The keys of conversations, the log and the search, and pastes.
+@Suite struct KeyDecoderChatKeysTests {
+  func decode(_ text: String) -> [Key] {
+    var decoder = KeyDecoder()
+    return decoder.decode(Array(text.utf8))
+  }
+
+  @Test func conversationsAndScrolling() {
+    #expect(decode("\u{1B}1\u{1B}2\u{1B}9\u{1B}0") == [.conversation(1), .conversation(2), .conversation(9), .conversation(10)])
+    #expect(
+      decode("\u{1B}[1;3D\u{1B}[1;3C\u{1B}\u{1B}[D\u{1B}\u{1B}[C") == [
+        .previousConversation, .nextConversation, .previousConversation, .nextConversation,
+      ])
+    #expect(decode("\u{10}\u{0E}") == [.previousConversation, .nextConversation])
+    #expect(decode("\u{1B}[5~\u{1B}[6~") == [.pageUp, .pageDown])
+    #expect(decode("\u{12}\u{13}\u{07}") == [.searchBackward, .searchForward, .escape])
+  }
+
+  @Test func escapeTwiceIsOneEscapeThenAnother() {
+    var decoder = KeyDecoder()
+    #expect(decoder.decode([0x1B, 0x1B, UInt8(ascii: "x")]) == [.escape])
+    #expect(decoder.decode([0x1B]) == [])
+    #expect(decoder.flush() == [.escape])
+  }
+
+  @Test func bracketedPasteIsOneKeyWithItsNewlines() {
+    #expect(decode("a\u{1B}[200~one\r\ntwo\rthree\nfour\u{1B}[201~b") == [.text("a"), .paste("one\ntwo\nthree\nfour"), .text("b")])
+    // Controls in a paste do nothing: no Enter, no Ctrl-C, no escape sequence; tabs are spaces.
+    #expect(decode("\u{1B}[200~x\u{03}\u{1B}[2Jy\tz\u{1B}[201~") == [.paste("x[2Jy    z")])
+  }
+
+  @Test func aPasteSplitAnywhereDecodesTheSame() {
+    let input = Array("hi\u{1B}[200~日本\n語 \u{1B}[20x\u{1B}[201~\r".utf8)
+    var whole = KeyDecoder()
+    let expected = whole.decode(input)
+    #expect(expected == [.text("hi"), .paste("日本\n語 [20x"), .enter])
+    for split in 1..<input.count {
+      var decoder = KeyDecoder()
+      let first = decoder.decode(input[..<split])
+      // Once the paste started (after byte 8), waiting for its end is not waiting for an
+      // escape sequence: no timeout may cut it.
+      if split >= 8 { #expect(!decoder.isWaiting, "split at \(split)") }
+      let keys = first + decoder.decode(input[split...])
+      #expect(keys.merged == expected.merged, "split at \(split)")
+    }
+  }
+
+  @Test func linesArrivingTogetherAreAPaste() {
+    // A terminal without bracketed paste: lines arrive in one read, which typing never does.
+    #expect(decode("one\rtwo\tx\rthree\r") == [.paste("one\ntwo    x\nthree\n")])
+    #expect(decode("\u{1B}[Done\rtwo") == [.left, .paste("one\ntwo")])
+    // Typed: one line and Enter.
+    #expect(decode("hello\r") == [.text("hello"), .enter])
+    #expect(decode("\r\r") == [.enter, .enter])
   }
 }
 
