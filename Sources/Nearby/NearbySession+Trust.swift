@@ -8,7 +8,7 @@ extension NearbySession {
   /// The verification code of our session with `peer` (while it is connected directly).
   public func verificationCode(for peer: PeerID) -> String? { machine.verificationCode(of: peer) }
 
-  /// Shows the code of our session with `peer` here (``SessionEvent/verification(_:code:askedByPeer:)``)
+  /// Shows the code of our session with `peer` here (the `verification` event)
   /// and asks the peer to show it to its person too, so both can compare.
   public func requestVerification(of peer: PeerID) {
     var actions: [SessionAction] = []
@@ -17,7 +17,7 @@ extension NearbySession {
   }
 
   /// The person compared the code of our session with `peer` and it matched: the peer is
-  /// remembered as verified (``SessionEvent/trusted(_:)``).
+  /// remembered as verified (the `trusted` event).
   /// - Throws: ``TrustError`` when the peer is not connected directly (there is no code to
   ///   have compared) or the known-peers file cannot be written.
   public func trust(_ peer: PeerID) throws(TrustError) {
