@@ -48,9 +48,8 @@ extension NearbySession {
       let lookalike = identity.knownPeers.first { $0.isVerified && $0.id != peer.id && $0.name.value.lowercased() == peer.name.value.lowercased() }
       if let lookalike { hub.publish(.session(.impostorWarning(peer, verified: lookalike.peer))) }
     }
-    do {
-      try identity.record(peer, publicKey: key, now: Self.unixMilliseconds() / 1000)
-    } catch {
+    let hub = self.hub
+    identity.recordLater(peer, publicKey: key, now: Self.unixMilliseconds() / 1000) { error in
       hub.publish(.session(.error(.rejected("could not remember \(peer) in the known peers: \(error)"))))
     }
   }
