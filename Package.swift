@@ -77,7 +77,7 @@ let package = Package(
     .target(name: "NearbyRelay", dependencies: ["Nearby", "NearbySystem"], swiftSettings: strict),
     .target(
       name: "NearbyBench",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
     // The private-LAN harness (network namespaces with their own Avahi) and `nearby lab`:
