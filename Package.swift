@@ -158,7 +158,7 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "NearbySystem", "CNearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyTestSupport", "NearbySystem", "CNearbySystem", "NearbyBench"],
       swiftSettings: strict
     ),
   ]

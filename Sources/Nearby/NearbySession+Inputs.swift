@@ -42,6 +42,8 @@ extension NearbySession {
       connectionReady(id)
     case .writable(let id):
       connectionReady(id)
+    case .resourceExhausted(let id, let detail):
+      receiveBudgetExhausted(id, detail, into: &actions)
     }
     perform(actions)
   }
@@ -112,17 +114,17 @@ extension NearbySession {
         bytes += claims[index].bytes
         index += 1
       }
+      guards.untakenBytes -= bytes
       guard var count = untaken[connection] else { continue }
       count.messages -= messages
       count.bytes -= bytes
       untaken[connection] = count
-      if count.messages <= configuration.maximumUntakenMessages / 2, count.bytes <= configuration.maximumUntakenBytes / 2,
-        let socket = connections[connection], socket.isReadingPaused
-      {
+      if let socket = connections[connection], socket.isReadingPaused, untakenAllowsReading(connection, count) {
         machine.readingPaused(connection, false, now: now)
         socket.resumeReading()
       }
     }
+    resumeConnectionsPausedForAll()
     perform(actions)
   }
 
@@ -143,7 +145,7 @@ extension NearbySession {
         }
         connectors[id] = TCPConnector.connect(
           id, to: endpoints, loop: loop, timeout: configuration.timeouts.connect, maximumQueuedBytes: configuration.maximumQueuedBytes,
-          security: security, expecting: machine.expectedPeer(of: id), sink: sink)
+          limits: guards.limits, security: security, expecting: machine.expectedPeer(of: id), sink: sink)
       case .send(let id, let frame):
         guard let connection = connections[id] else { continue }
         if case .error = frame, !connection.isAuthenticated {
@@ -201,9 +203,8 @@ extension NearbySession {
     count.messages += messages
     count.bytes += bytes
     untaken[id] = count
-    if count.messages > configuration.maximumUntakenMessages || count.bytes > configuration.maximumUntakenBytes,
-      let socket = connections[id], !socket.isReadingPaused
-    {
+    guards.untakenBytes += bytes
+    if untakenStopsReading(id, count), let socket = connections[id], !socket.isReadingPaused {
       socket.pauseReading()
       machine.readingPaused(id, true, now: now)
     }

@@ -52,6 +52,8 @@ public actor NearbySession {
   var transportSink: TransportSink?
   /// Our identity and HELLO, for every connection's handshake.
   let security: ConnectionSecurity
+  /// Limits on what peers may cost us (NearbySession+Limits.swift).
+  let guards: SessionGuards
   var tickTimer: UInt64?
   /// Senders waiting for room on one of these connections (the send side of the session):
   /// woken when one drains or closes, then they try again. Senders to other connections are
@@ -91,6 +93,7 @@ public actor NearbySession {
     core.verifiedPeers = configuration.identity.verifiedPeerIDs
     machine = SessionStateMachine(configuration: core)
     security = ConnectionSecurity(identity: configuration.identity.keyPair, payload: machine.helloPayload)
+    guards = SessionGuards(configuration)
     let settled = ClaimsSettledSignal()
     hub = EventHub(onClaimsSettled: { settled.fire() })
     settled.action = { [weak self] in self?.scheduleAcknowledgements() }
@@ -110,7 +113,7 @@ public actor NearbySession {
     do {
       listener = try await TCPListener.bind(
         host: configuration.listenHost, port: configuration.listenPort, loop: loop, maximumQueuedBytes: configuration.maximumQueuedBytes,
-        security: security, nextID: { [self] in ConnectionID(nextInboundID()) }, sink: sink)
+        limits: guards.limits, admit: admissionCheck, security: security, nextID: { [self] in ConnectionID(nextInboundID()) }, sink: sink)
       if configuration.advertise {
         let advertisement = PeerAdvertisement(peer: configuration.peer, isRelay: configuration.isRelay, info: configuration.discoveryInfo)
         advertiser = try Advertiser(advertisement: advertisement, serviceType: configuration.serviceType, port: listener!.port, loop: loop) {

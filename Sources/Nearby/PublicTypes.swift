@@ -9,9 +9,11 @@ import NearbySystem
 public typealias PeerID = NearbyCore.PeerID
 /// A peer: its id, display name and discovery info.
 public typealias Peer = NearbyCore.Peer
-/// A display name: 1–63 bytes of UTF-8, no control characters.
+/// A display name: 1–63 bytes of UTF-8, no control characters or other hidden characters.
 public typealias DisplayName = NearbyCore.DisplayName
 public typealias DisplayNameError = NearbyCore.DisplayNameError
+/// Characters that hide or rearrange text on a screen (refused in names, escaped in text).
+public typealias HiddenCharacters = NearbyCore.HiddenCharacters
 /// A DNS-SD service type such as `_nearby-devices._tcp`.
 public typealias ServiceType = NearbyCore.ServiceType
 public typealias ServiceTypeError = NearbyCore.ServiceTypeError

@@ -37,10 +37,30 @@ public struct SessionConfiguration: Sendable {
   public var maximumUntakenBytes = 4 << 20
   /// See ``maximumUntakenBytes``.
   public var maximumUntakenMessages = 4096
+  /// Received messages not taken yet from all connections together: beyond this many bytes,
+  /// each connection that delivers one more is not read until the total is down to half
+  /// (so that many peers cannot each fill ``maximumUntakenBytes``).
+  public var maximumUntakenBytesInAll = 64 << 20
   /// Connected peers beyond which invitations are declined `busy`; `nil`: no limit.
   public var maximumPeers: Int?
   /// Handshaking connections beyond which new ones are refused with ERROR `busy`.
   public var maximumPendingConnections = 64
+  /// Connections from one remote address (an IPv6 address: its /64) that have not reached
+  /// `connected` (handshaking, or waiting to be invited), beyond which more from that address
+  /// are refused with ERROR `busy` at once, before their handshake: one host cannot take
+  /// every slot of ``maximumPendingConnections``.
+  public var maximumPendingConnectionsPerSource = 16
+  /// The memory all connections together may hold in frames (and records) that have not
+  /// arrived completely: a frame is kept until its last byte, and may be 2 MiB. Above it,
+  /// the connections holding the most are closed with ERROR `resourceExhausted`. At least
+  /// one largest frame (about 2.2 MiB).
+  public var maximumPartialFrameBytes = 64 << 20
+  /// The most bytes the I/O thread reads from one connection before it turns to the others
+  /// (per loop iteration): one busy peer cannot delay another's heartbeat.
+  public var receiveBytesPerTurn = 1 << 20
+  /// The most frames one connection hands the session per loop iteration (see
+  /// ``receiveBytesPerTurn``).
+  public var receiveFramesPerTurn = 1024
   /// Invitations waiting for an answer beyond which new ones are declined `busy`.
   public var maximumPendingInvitations = 32
   /// Whether we are a relay: we forward messages between our peers and tell them whom we

@@ -131,14 +131,21 @@ final class StateDirectory: Sendable {
     if info.st_uid != geteuid() {
       throw .unsafe(full(name), "it belongs to user id \(info.st_uid), not to you (\(geteuid()))", fix: "remove it")
     }
-    let others: mode_t = secret ? 0o077 : 0o022
-    if info.st_mode & others != 0 {
-      let mode = String(info.st_mode & 0o777, radix: 8)
+    if info.st_nlink != 1 {
+      // A hard link planted while the directory was open to others: writing to it (the lock
+      // file is truncated) would change the file behind the other name.
+      throw .unsafe(full(name), "it has \(info.st_nlink) names (hard links): another path leads to the same file", fix: "remove it")
+    }
+    let mode = String(info.st_mode & 0o777, radix: 8)
+    if info.st_mode & 0o022 != 0 {
       throw .unsafe(
-        full(name), secret ? "others may read it (mode \(mode)): the key may be known to them" : "others may write to it (mode \(mode))",
-        fix: secret
-          ? "if nobody else could have read it, run chmod 600 \(full(name)); otherwise delete it to make a new identity"
-          : "run chmod 600 \(full(name))")
+        full(name), "others may write to it (mode \(mode))" + (secret ? ": the key may have been replaced" : ""),
+        fix: secret ? "delete it to make a new identity" : "run chmod 600 \(full(name))")
+    }
+    if secret, info.st_mode & 0o044 != 0 {
+      throw .unsafe(
+        full(name), "others may read it (mode \(mode)): the key may be known to them",
+        fix: "if nobody else could have read it, run chmod 600 \(full(name)); otherwise delete it to make a new identity")
     }
   }
 

@@ -8,18 +8,31 @@ public struct EventFormatter: Sendable {
   public init(json: Bool) { self.json = json }
 
   /// Text from a peer made safe for a terminal: control characters (which could move the
-  /// cursor or change colors) are shown as escapes, and the line stays one line.
+  /// cursor or change colors) are shown as escapes, and so are the other hidden characters
+  /// (``HiddenCharacters``: bidirectional controls that reorder what follows, zero-width
+  /// characters, line separators) as `\u{202E}`; the line stays one line.
   public static func sanitize(_ text: String) -> String {
+    // The common case, nothing to escape, costs one pass and no copy.
+    guard HiddenCharacters.first(in: text) != nil else { return text }
     var out = ""
-    for scalar in text.unicodeScalars {
+    out.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+    var previous: Unicode.Scalar?
+    var iterator = text.unicodeScalars.makeIterator()
+    var current = iterator.next()
+    while let scalar = current {
+      let next = iterator.next()
       switch scalar {
       case "\n": out += "\\n"
       case "\t": out += "    "
       case "\r": out += "\\r"
       case _ where scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value <= 0x9F):
         out += "\\x" + (scalar.value < 16 ? "0" : "") + String(scalar.value, radix: 16)
+      case _ where HiddenCharacters.isHidden(scalar, after: previous, before: next):
+        out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
       default: out.unicodeScalars.append(scalar)
       }
+      previous = scalar
+      current = next
     }
     return out
   }
@@ -59,11 +72,13 @@ public struct EventFormatter: Sendable {
   }
 
   /// One line for an event, or nil for events this output does not show.
-  public func format(_ event: SessionEvent) -> String? {
-    json ? formatJSON(event)?.encoded : formatText(event)
+  /// - Parameter names: the peers seen so far: a message from a peer whose name looks like
+  ///   another's shows the sender's short id.
+  public func format(_ event: SessionEvent, names: KnownPeerNames = KnownPeerNames()) -> String? {
+    json ? formatJSON(event)?.encoded : formatText(event, names: names)
   }
 
-  package func formatText(_ event: SessionEvent) -> String? {
+  package func formatText(_ event: SessionEvent, names: KnownPeerNames = KnownPeerNames()) -> String? {
     switch event {
     case .found(let peer): return Self.discoveredText("found", peer)
     case .updated(let peer): return Self.discoveredText("updated", peer)
@@ -85,7 +100,7 @@ public struct EventFormatter: Sendable {
     case .disconnected(let peer, let reason): return "* disconnected from \(Self.label(peer)): \(Self.sanitize(reason.description))"
     case .message(let message):
       let text = Self.sanitize(String(decoding: message.body, as: UTF8.self))
-      return "[\(Self.clock(message.timestamp))] \(Self.sanitize(message.from.name.value))\(message.isPrivate ? " (private)" : ""): \(text)"
+      return "[\(Self.clock(message.timestamp))] \(names.label(message.from))\(message.isPrivate ? " (private)" : ""): \(text)"
     case .delivered(let id, let peer): return "* delivered #\(id) to \(Self.label(peer))"
     case .reachable(let peer, let relay): return "* \(Self.label(peer)) can be reached through \(Self.label(relay))"
     case .unreachable(let peer): return "* \(Self.label(peer)) cannot be reached any more"

@@ -51,6 +51,15 @@ public struct RelayedPeer: Hashable, Sendable {
 /// Where chat lines go.
 public protocol ChatOutput: Sendable {
   func show(_ line: ChatLine)
+  /// Returns once the output can take more lines: the chat asks before it takes the next
+  /// event from the session (or handles the next input line), so an output that cannot keep
+  /// up (a pipe nobody reads) holds up taking messages — they stay with the session, which
+  /// stops reading their senders — instead of piling up in memory. The default returns at once.
+  func waitForRoom() async
+}
+
+extension ChatOutput {
+  public func waitForRoom() async {}
 }
 
 /// The chat behind every front end: every input line is a command or a message, and every
@@ -104,10 +113,18 @@ public actor LineChat {
       main: .init("session") { try await session.run() },
       alongside: [
         .init("events") {
-          for await event in session.events { await self.handle(event) }
+          // Room first, then the next event: a message is taken (and acknowledged) only
+          // when the output can show it.
+          var events = session.events.makeAsyncIterator()
+          while true {
+            await output.waitForRoom()
+            guard let event = await events.next() else { break }
+            await self.handle(event)
+          }
         },
         .init("input") {
           for await line in input {
+            await output.waitForRoom()
             if await self.handle(line: line) { return }
           }
           await self.endOfInput()

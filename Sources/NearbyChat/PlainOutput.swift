@@ -6,6 +6,8 @@ import NearbySystem
 public struct PlainOutput: ChatOutput {
   public let writer: OutputWriter
   public let formatter: EventFormatter
+  /// The peers seen so far (lookalike names show their ids).
+  private let names = SharedPeerNames()
 
   public init(writer: OutputWriter = .standardOutput, json: Bool) {
     self.writer = writer
@@ -16,8 +18,15 @@ public struct PlainOutput: ChatOutput {
     if let text = render(line) { writer.line(text) }
   }
 
+  /// Waits while a queued writer (``OutputWriter/init(fd:queueLimit:)``) is full.
+  public func waitForRoom() async { await writer.waitForRoom() }
+
   /// The text of a chat line (nil: nothing to show).
   public func render(_ line: ChatLine) -> String? {
+    names.noting(line) { render(line, names: $0) }
+  }
+
+  private func render(_ line: ChatLine, names: KnownPeerNames) -> String? {
     let json = formatter.json
     switch line {
     case .ready(let peer, let port, let service):
@@ -29,7 +38,7 @@ public struct PlainOutput: ChatOutput {
       }
       return "* ready: \(EventFormatter.label(peer)) listening on port \(port), service \(service.type) — /help for commands"
     case .event(let event):
-      return formatter.format(event)
+      return formatter.format(event, names: names)
     case .sent(let id, _, let peers, _):
       if json {
         return JSONValue.object([("event", .string("sent")), ("id", .unsigned(id.rawValue)), ("to", .array(peers.map(EventFormatter.peerJSON)))])

@@ -197,12 +197,12 @@ public enum NearbyCommands {
     public static let only = Option<String>(
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "probe"]))
+        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "hostile", "probe"]))
 
     public static let spec = CommandSpec(
-      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out and memory against raw TCP.",
+      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out, memory and hostile peers against baselines.",
       options: [quick.spec, Common.json.spec, only.spec],
-      examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency"])
+      examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency", "nearby bench --only hostile"])
   }
 
   public enum Lab {

@@ -1,3 +1,5 @@
+import Nearby
+
 /// An option with a typed value: its description (for parsing and help) and how its text
 /// becomes a value, declared once — as a static property of the command it belongs to. It is
 /// both part of that command's ``CommandSpec`` and the only key that reads the parsed value,
@@ -65,7 +67,25 @@ extension ParsedCommand {
     do {
       return try option.convert(text)
     } catch {
-      throw .usage("invalid --\(option.spec.name) '\(text)': \(error.description)", path: path)
+      throw .usage("invalid --\(option.spec.name) '\(Self.visible(text))': \(error.description)", path: path)
     }
+  }
+
+  /// `text` with its hidden characters escaped, so that quoting it cannot reorder or hide
+  /// the rest of the message (a name with U+202E).
+  static func visible(_ text: String) -> String {
+    guard HiddenCharacters.first(in: text) != nil else { return text }
+    let scalars = Array(text.unicodeScalars)
+    var out = String.UnicodeScalarView()
+    for (index, scalar) in scalars.enumerated() {
+      let previous = index > 0 ? scalars[index - 1] : nil
+      let next = index + 1 < scalars.count ? scalars[index + 1] : nil
+      if HiddenCharacters.isHidden(scalar, after: previous, before: next) {
+        out.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
+      } else {
+        out.append(scalar)
+      }
+    }
+    return String(out)
   }
 }

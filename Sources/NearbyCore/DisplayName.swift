@@ -1,7 +1,10 @@
-/// A peer's display name: 1–63 bytes of UTF-8 without control characters.
+/// A peer's display name: 1–63 bytes of UTF-8 without control characters or other hidden
+/// characters (``HiddenCharacters``).
 ///
 /// The limit is the one of DNS-SD instance names (and of MultipeerConnectivity). Control
-/// characters are refused because names are printed on other people's terminals.
+/// characters are refused because names are printed on other people's terminals; format
+/// characters (bidirectional controls, zero-width characters) because they let one name
+/// look like another ("bo\u{202E}b") or rearrange the text around it.
 public struct DisplayName: Hashable, Sendable, CustomStringConvertible {
   /// The most UTF-8 bytes a display name may have.
   public static let maximumByteCount = 63
@@ -15,8 +18,8 @@ public struct DisplayName: Hashable, Sendable, CustomStringConvertible {
     let count = text.utf8.count
     if count == 0 { throw .empty }
     if count > Self.maximumByteCount { throw .tooLong(byteCount: count) }
-    if let scalar = text.unicodeScalars.first(where: Self.isControl) {
-      throw .controlCharacter(scalar.value)
+    if let scalar = HiddenCharacters.first(in: text) {
+      throw HiddenCharacters.isControl(scalar) ? .controlCharacter(scalar.value) : .hiddenCharacter(scalar.value)
     }
     value = text
   }
@@ -28,10 +31,6 @@ public struct DisplayName: Hashable, Sendable, CustomStringConvertible {
   }
 
   public var description: String { value }
-
-  static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-    scalar.value < 0x20 || (scalar.value >= 0x7F && scalar.value <= 0x9F)
-  }
 }
 
 /// Why a display name was refused.
@@ -39,6 +38,9 @@ public enum DisplayNameError: Error, Hashable, Sendable, CustomStringConvertible
   case empty
   case tooLong(byteCount: Int)
   case controlCharacter(UInt32)
+  /// A format character (a bidirectional control, a zero-width character, ...), a line
+  /// separator or an invisible filler: see ``HiddenCharacters``.
+  case hiddenCharacter(UInt32)
   case invalidUTF8
 
   public var description: String {
@@ -52,6 +54,10 @@ public enum DisplayNameError: Error, Hashable, Sendable, CustomStringConvertible
       let hex = String(value, radix: 16, uppercase: true)
       return
         "the display name contains the control character U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex): use printable characters only"
+    case .hiddenCharacter(let value):
+      let scalar = Unicode.Scalar(value).map(HiddenCharacters.describe) ?? "U+\(String(value, radix: 16, uppercase: true))"
+      return
+        "the display name contains \(scalar), an invisible character that can reorder the text around it or make the name look like another: use visible characters only"
     case .invalidUTF8:
       return "the display name is not valid UTF-8"
     }

@@ -13,17 +13,25 @@ package final class FrameDecoder {
   }
 
   package let maximumFrameLength: Int
+  /// Where the buffer comes from (see ``BufferAllocator``).
+  package let allocator: BufferAllocator
   private var storage: UnsafeMutableRawPointer?
   private var capacity = 0
   private var readIndex = 0
   private var writeIndex = 0
   private var state = State.waitingForHeader
 
-  package init(maximumFrameLength: Int = ProtocolLimits.maximumFrameLength) {
+  package init(maximumFrameLength: Int = ProtocolLimits.maximumFrameLength, allocator: BufferAllocator = .heap) {
     self.maximumFrameLength = maximumFrameLength
+    self.allocator = allocator
   }
 
-  deinit { storage?.deallocate() }
+  deinit { release() }
+
+  private func release() {
+    if let storage { allocator.deallocate(storage, capacity) }
+    storage = nil
+  }
 
   /// Bytes received but not yet returned as frames.
   package var bufferedByteCount: Int { writeIndex - readIndex }
@@ -118,9 +126,9 @@ package final class FrameDecoder {
     }
     var newCapacity = max(capacity, 4096)
     while newCapacity < needed { newCapacity *= 2 }
-    let newStorage = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+    let newStorage = allocator.allocate(newCapacity)
     if live > 0 { newStorage.copyMemory(from: storage! + readIndex, byteCount: live) }
-    storage?.deallocate()
+    release()
     storage = newStorage
     capacity = newCapacity
     readIndex = 0
@@ -142,8 +150,7 @@ package final class FrameDecoder {
   /// The owner calls this when traffic is light.
   package func shrinkIfEmpty() {
     guard bufferedByteCount == 0, capacity > 65_536 else { return }
-    storage?.deallocate()
-    storage = nil
+    release()
     capacity = 0
     readIndex = 0
     writeIndex = 0
@@ -151,8 +158,7 @@ package final class FrameDecoder {
 
   /// Discards the buffer (after a fatal error or when the connection closes).
   package func reset() {
-    storage?.deallocate()
-    storage = nil
+    release()
     capacity = 0
     readIndex = 0
     writeIndex = 0

@@ -77,6 +77,9 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
   public static let handshakeFailed = ErrorCode(rawValue: 10)
   /// Protocol version 2: a record did not decrypt (altered, replayed, reordered or dropped).
   public static let decryptFailed = ErrorCode(rawValue: 11)
+  /// The receiver ran out of a resource it limits (PROTOCOL.md section 8), such as the
+  /// memory for frames that have not arrived completely: this peer used the most of it.
+  public static let resourceExhausted = ErrorCode(rawValue: 12)
 
   public var description: String {
     switch rawValue {
@@ -91,6 +94,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     case 9: "wrongPeer"
     case 10: "handshakeFailed"
     case 11: "decryptFailed"
+    case 12: "resourceExhausted"
     default: "error \(rawValue)"
     }
   }

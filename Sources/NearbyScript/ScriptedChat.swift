@@ -138,6 +138,8 @@ public struct ScriptOutput: ChatOutput {
     base.show(line)
     if let event = ScriptEvent(line) { log.record(event) }
   }
+
+  public func waitForRoom() async { await base.waitForRoom() }
 }
 
 /// Feeds a script's commands to a ``LineChat`` one at a time, each handled before the next;

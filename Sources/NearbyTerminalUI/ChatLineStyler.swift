@@ -11,6 +11,8 @@ public struct ChatLineStyler: Sendable {
   /// Colors from the 256-color palette (readable on dark and light backgrounds), or only
   /// the 16 basic ones.
   public var extendedColors: Bool
+  /// The peers seen so far: a name that looks like another's is shown with its short id.
+  public var names = KnownPeerNames()
   private let plain = PlainOutput(json: false)
 
   public init(me: Peer, extendedColors: Bool = true) {
@@ -54,12 +56,13 @@ public struct ChatLineStyler: Sendable {
   /// conversation with the sender, where "(private)" goes without saying.
   func message(_ message: ReceivedMessage, now: UInt64, inPeerConversation: Bool) -> ScreenEntry {
     let text = String(decoding: message.body, as: UTF8.self)
-    return received(name: message.from.name.value, id: message.from.id, text: text, now: now, tag: message.isPrivate && !inPeerConversation)
+    return received(label: names.label(message.from), id: message.from.id, text: text, now: now, tag: message.isPrivate && !inPeerConversation)
   }
 
-  func received(name: String, id: PeerID, text: String, now: UInt64, tag: Bool) -> ScreenEntry {
+  /// - Parameter label: the sender's name as shown (made safe for the terminal already).
+  func received(label: String, id: PeerID, text: String, now: UInt64, tag: Bool) -> ScreenEntry {
     var line = StyledLine([time(now), StyledSpan(" "), StyledSpan(" ")])
-    line.append(EventFormatter.sanitize(name), nameStyle(of: id))
+    line.append(label, nameStyle(of: id))
     if tag { line.append(" (private)", .dim) }
     line.append(": ")
     let indent = line.width
@@ -78,7 +81,7 @@ public struct ChatLineStyler: Sendable {
         if index > 0 { line.append(", ", .dim) }
         var style = nameStyle(of: peer.id)
         style.bold = false
-        line.append(EventFormatter.sanitize(peer.name.value), style)
+        line.append(names.label(peer), style)
       }
     }
     line.append(": ")
@@ -91,7 +94,8 @@ public struct ChatLineStyler: Sendable {
   func entry(for record: LogRecord) -> ScreenEntry? {
     switch record.kind {
     case .received:
-      return received(name: record.name, id: record.peer ?? PeerID(high: 0, low: 0), text: record.text, now: record.time, tag: false)
+      return received(
+        label: EventFormatter.sanitize(record.name), id: record.peer ?? PeerID(high: 0, low: 0), text: record.text, now: record.time, tag: false)
     case .sent:
       return own(record.messageID, text: record.text, recipients: [], mark: .pending, now: record.time)
     case .delivered, .failed:

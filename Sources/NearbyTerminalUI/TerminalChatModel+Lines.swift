@@ -14,6 +14,7 @@ extension TerminalChatModel {
       previousName = (roster.found[discovered.peer.id] ?? roster.connected[discovered.peer.id])?.name.value
     }
     roster.apply(line)
+    styler.names.note(line)
     switch line {
     case .ready(let peer, _, _):
       styler.me = peer

@@ -68,6 +68,9 @@ package final class EventLoop: @unchecked Sendable {
   static let afterStopKey = DispatchSpecificKey<UInt64>()
 
   // Loop thread only.
+  /// Where connections read what they do not keep (handshake messages, which are consumed at
+  /// once, and bytes discarded while closing): one buffer per loop instead of one each.
+  package let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
   private var deferred: [() -> Void] = []
   /// The work being run (swapped with the queue: no allocation per iteration).
   private var running: [Work] = []
@@ -134,6 +137,7 @@ package final class EventLoop: @unchecked Sendable {
   }
 
   deinit {
+    scratch.deallocate()
     if !closedDescriptors.load(ordering: .acquiring) {
       close(epoll)
       close(wakeFD)

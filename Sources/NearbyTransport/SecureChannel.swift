@@ -81,6 +81,10 @@ struct SecureChannel {
     failed = true
   }
 
+  /// Nothing more is read from the peer (the connection is closing): the opener and its
+  /// buffer (up to a record and more) go now rather than when the connection is gone.
+  mutating func dropOpener() { opener = nil }
+
   /// The connection ended before the handshake completed.
   mutating func connectionClosed() -> SecurityFailure? {
     guard let output = handshake?.connectionClosed(), let error = output.error else { return nil }

@@ -152,11 +152,23 @@ extension TCPConnection {
 
   // MARK: Reading
 
+  /// Reads and decodes what arrived, within this connection's share of one loop iteration
+  /// (``ReceiveLimits``), then tells the receive budget what is left half received.
   func readAvailable() {
+    readTurn()
+    accountPartialFrames()
+  }
+
+  private func readTurn() {
     var batch: [Frame] = []
-    var budget = 8
-    reading: while budget > 0, isOpen, !readingPaused {
-      budget -= 1
+    let frameLimit = limits.framesPerTurn
+    if leftoverFrames, isOpen, !readingPaused, !discarding {
+      // The previous turn stopped at its frame limit: finish what is buffered first.
+      leftoverFrames = false
+      guard decodeFrames(into: &batch, limit: frameLimit) else { return }
+    }
+    var bytesLeft = limits.bytesPerTurn
+    reading: while bytesLeft > 0, !leftoverFrames, isOpen, !readingPaused {
       var result: Result<IOResult<Int>, SystemError> = .success(.wouldBlock)
       var requested = 0
       let read: (UnsafeMutableRawBufferPointer) -> Int = { [fd] space in
@@ -170,8 +182,9 @@ extension TCPConnection {
       if let opener = channel.opener, !discarding {
         opener.withWritableBytes(minimumCount: 16_384, read)
       } else {
-        if handshakeInput.count < 16_384 { handshakeInput = [UInt8](repeating: 0, count: 16_384) }
-        _ = handshakeInput.withUnsafeMutableBytes(read)
+        // Handshake bytes are taken at once, and discarded ones are dropped: the loop's
+        // scratch buffer holds them, not one of each connection.
+        _ = read(loop.scratch)
       }
       switch result {
       case .success(.done(0)):
@@ -180,14 +193,15 @@ extension TCPConnection {
         return
       case .success(.done(let count)):
         lastReadSize = count
+        bytesLeft -= count
         if !channel.isEstablished && !channel.failed {
           // Even while closing: what is queued goes out once the handshake completes.
-          guard receiveHandshake(handshakeInput[0..<count]) else { return }
+          guard receiveHandshake(UnsafeRawBufferPointer(rebasing: loop.scratch[0..<count])) else { return }
         } else if discarding {
           continue
         }
         if discarding { continue }
-        guard openRecords(into: &batch) else { return }
+        guard openRecords(into: &batch, limit: frameLimit) else { return }
         // A short read emptied the socket: the fd is level-triggered, so epoll reports what
         // arrives next, and a second `read` that would only say EAGAIN is saved.
         if count < requested {
@@ -199,26 +213,56 @@ extension TCPConnection {
           break reading
         }
       case .success(.wouldBlock):
-        deliver(&batch)
-        return
+        break reading
       case .failure(let error):
         deliver(&batch)
         fail("\(error)")
         return
       }
     }
+    // Bytes left in the socket make epoll report it again; frames left in the decoder need
+    // a turn of their own, after the other connections had theirs.
+    if leftoverFrames { scheduleNextTurn() }
     deliver(&batch)
+  }
+
+  private func scheduleNextTurn() {
+    guard !turnScheduled else { return }
+    turnScheduled = true
+    loop.execute { [self] in
+      turnScheduled = false
+      if isOpen, !readingPaused { readAvailable() }
+    }
+  }
+
+  /// Tells the receive budget how much this connection holds in frames (and records) that
+  /// have not arrived completely; over the budget, it may close the largest holders.
+  func accountPartialFrames() {
+    guard let budget = limits.budget else { return }
+    let held = isOpen && !discarding ? decoder.bufferedByteCount + (channel.opener?.bufferedByteCount ?? 0) : 0
+    budget.update(self, from: heldPartialBytes, to: held)
+  }
+
+  /// The receive budget closes this connection: it stops reading (what still arrives is
+  /// discarded), gives back what it buffered, and the owner sends ERROR
+  /// `resourceExhausted` and closes.
+  func exhaustReceiveBudget(_ detail: String) {
+    guard isOpen, !discarding else { return }
+    discarding = true
+    leftoverFrames = false
+    decoder.reset()
+    channel.dropOpener()
+    sink(.resourceExhausted(id, detail))
   }
 
   /// Feeds handshake bytes. - Returns: `false` when the handshake failed (the connection
   /// then only waits to be closed).
-  private func receiveHandshake(_ bytes: ArraySlice<UInt8>) -> Bool {
+  private func receiveHandshake(_ bytes: UnsafeRawBufferPointer) -> Bool {
     switch channel.receiveHandshake(bytes) {
     case .progress(let send):
       writeRaw(send)
       return true
     case .completed(let send, let peer, let remaining):
-      handshakeInput = []
       writeRaw(send)
       sink(.authenticated(id, peer))
       channel.opener?.append(remaining)
@@ -233,9 +277,10 @@ extension TCPConnection {
     }
   }
 
-  /// Opens every complete record into the frame decoder and decodes its frames.
+  /// Opens every complete record into the frame decoder and decodes its frames (at most
+  /// `limit` in `batch`).
   /// - Returns: `false` after an error (reported; the connection is to be closed).
-  private func openRecords(into batch: inout [Frame]) -> Bool {
+  private func openRecords(into batch: inout [Frame], limit: Int) -> Bool {
     guard let opener = channel.opener else { return true }
     do throws(RecordError) {
       while try opener.openNext({ plaintext in
@@ -246,18 +291,21 @@ extension TCPConnection {
       }) {}
     } catch {
       // Frames complete before the bad record are good: they were authenticated.
-      guard decodeFrames(into: &batch) else { return false }
+      guard decodeFrames(into: &batch, limit: .max) else { return false }
       deliver(&batch)
       discarding = true
       sink(.securityFailed(id, SecureChannel.failure(error)))
       return false
     }
-    return decodeFrames(into: &batch)
+    return decodeFrames(into: &batch, limit: limit)
   }
 
-  private func decodeFrames(into batch: inout [Frame]) -> Bool {
+  /// Decodes complete frames into `batch` until it holds `limit`; ``leftoverFrames`` says
+  /// when it stopped there.
+  private func decodeFrames(into batch: inout [Frame], limit: Int) -> Bool {
     do {
-      while let frame = try decoder.next() { batch.append(frame) }
+      while batch.count < limit, let frame = try decoder.next() { batch.append(frame) }
+      if batch.count >= limit { leftoverFrames = true }
       return true
     } catch {
       deliver(&batch)
@@ -324,5 +372,7 @@ extension TCPConnection {
     decoder.reset()
     writing = []
     sealing = []
+    leftoverFrames = false
+    accountPartialFrames()
   }
 }

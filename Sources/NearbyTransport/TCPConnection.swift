@@ -28,6 +28,10 @@ package enum TransportEvent: Sendable {
   case closed(ConnectionID, String)
   /// The send queue drained below its low-water mark after having been full.
   case writable(ConnectionID)
+  /// The connection held more of the receive budget (``ReceiveBudget``) than any other
+  /// when all together held too much: it reads nothing more. Send ERROR
+  /// `resourceExhausted` and close it.
+  case resourceExhausted(ConnectionID, String)
 }
 
 /// Receives transport events; called from the event loop thread.
@@ -70,31 +74,38 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   package let loop: EventLoop
   /// The most bytes the send queue holds before refusing frames.
   package let maximumQueuedBytes: Int
+  /// What it may read per loop iteration, and the receive budget it shares.
+  let limits: ReceiveLimits
   let fd: Int32
   let sink: TransportSink
   let outbound = Mutex(Outbound())
 
   // Loop thread only.
-  let decoder = FrameDecoder()
+  /// Its large buffers are mapped: see ``BufferAllocator/mappingLarge``.
+  let decoder = FrameDecoder(allocator: .mappingLarge)
   var channel: SecureChannel
   /// Bytes on their way to the socket: handshake messages, then records.
   var writing: [UInt8] = []
   var writeOffset = 0
   /// Queued plaintext taken from ``outbound`` to be sealed.
   var sealing: [UInt8] = []
-  /// Where handshake bytes are read into.
-  var handshakeInput: [UInt8] = []
   var closeRecordSent = false
   var watching: UInt32 = 0
   var readingPaused = false
   var discarding = false
   var isOpen = true
   var lastReadSize = 0
+  /// The last turn stopped at its frame limit with frames still in the decoder.
+  var leftoverFrames = false
+  var turnScheduled = false
+  /// What ``ReceiveBudget`` counts for this connection (set by the budget).
+  var heldPartialBytes = 0
 
   init(
     id: ConnectionID, fd: Int32, remote: SocketAddress, loop: EventLoop, sink: @escaping TransportSink, maximumQueuedBytes: Int,
-    security: ConnectionSecurity, role: ConnectionRole
+    limits: ReceiveLimits = ReceiveLimits(), security: ConnectionSecurity, role: ConnectionRole
   ) {
+    self.limits = limits
     self.id = id
     self.fd = fd
     self.remote = remote

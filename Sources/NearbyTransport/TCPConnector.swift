@@ -15,6 +15,7 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   private let sink: TransportSink
   private let timeout: Duration
   private let maximumQueuedBytes: Int
+  private let limits: ReceiveLimits
   private let security: ConnectionSecurity
   private let expected: PeerID?
   private var remaining: [Endpoint]
@@ -31,19 +32,20 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   ///     key that answers owns this id.
   package static func connect(
     _ id: ConnectionID, to endpoints: [Endpoint], loop: EventLoop, timeout: Duration = .seconds(5), maximumQueuedBytes: Int = 4 << 20,
-    security: ConnectionSecurity, expecting expected: PeerID? = nil, sink: @escaping TransportSink
+    limits: ReceiveLimits = ReceiveLimits(), security: ConnectionSecurity, expecting expected: PeerID? = nil, sink: @escaping TransportSink
   ) -> TCPConnector {
     let connector = TCPConnector(
-      id: id, endpoints: endpoints, loop: loop, timeout: timeout, maximumQueuedBytes: maximumQueuedBytes, security: security, expected: expected,
-      sink: sink)
+      id: id, endpoints: endpoints, loop: loop, timeout: timeout, maximumQueuedBytes: maximumQueuedBytes, limits: limits, security: security,
+      expected: expected, sink: sink)
     loop.execute { connector.next() }
     return connector
   }
 
   private init(
-    id: ConnectionID, endpoints: [Endpoint], loop: EventLoop, timeout: Duration, maximumQueuedBytes: Int, security: ConnectionSecurity,
-    expected: PeerID?, sink: @escaping TransportSink
+    id: ConnectionID, endpoints: [Endpoint], loop: EventLoop, timeout: Duration, maximumQueuedBytes: Int, limits: ReceiveLimits,
+    security: ConnectionSecurity, expected: PeerID?, sink: @escaping TransportSink
   ) {
+    self.limits = limits
     self.id = id
     self.remaining = endpoints
     self.loop = loop
@@ -134,7 +136,7 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
 
   private func established() {
     let connection = TCPConnection(
-      id: id, fd: fd, remote: current!, loop: loop, sink: sink, maximumQueuedBytes: maximumQueuedBytes, security: security,
+      id: id, fd: fd, remote: current!, loop: loop, sink: sink, maximumQueuedBytes: maximumQueuedBytes, limits: limits, security: security,
       role: .initiator(expecting: expected))
     fd = -1
     do {

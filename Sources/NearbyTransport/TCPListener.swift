@@ -8,6 +8,11 @@ import Synchronization
   import Glibc
 #endif
 
+/// Decides whether a connection just accepted is taken, before anything is made for it
+/// (loop thread). - Returns: `nil` to take it, or why it is refused: the listener then
+/// answers ERROR `busy` with that text, in plaintext, and closes it at once.
+package typealias AdmissionCheck = @Sendable (ConnectionID, SocketAddress) -> String?
+
 /// A listening TCP socket on an ephemeral (or given) port, accepting on the event loop.
 ///
 /// By default it listens on IPv6 `::` with `IPV6_V6ONLY` off, which also accepts IPv4; where
@@ -20,6 +25,8 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
   private let sink: TransportSink
   private let nextID: @Sendable () -> ConnectionID
   private let maximumQueuedBytes: Int
+  private let limits: ReceiveLimits
+  private let admit: AdmissionCheck?
   private let security: ConnectionSecurity
   private let isOpen = Atomic<Bool>(true)
 
@@ -28,10 +35,13 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
   ///   - host: a numeric address to bind, or `nil` for every interface.
   ///   - port: 0 for an ephemeral port.
   ///   - nextID: gives each accepted connection its id.
+  ///   - limits: what each connection may read per loop iteration, and the receive budget.
+  ///   - admit: asked about each connection as it is accepted (`nil`: all are taken).
   /// - Throws: ``SystemError`` naming the call that failed.
   package static func bind(
-    host: String? = nil, port: UInt16 = 0, loop: EventLoop, maximumQueuedBytes: Int = 4 << 20, security: ConnectionSecurity,
-    nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink
+    host: String? = nil, port: UInt16 = 0, loop: EventLoop, maximumQueuedBytes: Int = 4 << 20, limits: ReceiveLimits = ReceiveLimits(),
+    admit: AdmissionCheck? = nil, security: ConnectionSecurity, nextID: @escaping @Sendable () -> ConnectionID,
+    sink: @escaping TransportSink
   ) async throws -> TCPListener {
     let candidates: [String] = host.map { [$0] } ?? ["::", "0.0.0.0"]
     var lastError: any Error = SystemError("bind", errno: EADDRNOTAVAIL)
@@ -42,7 +52,8 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
       do {
         let (fd, bound) = try openListeningSocket(address)
         let listener = TCPListener(
-          fd: fd, address: bound, loop: loop, maximumQueuedBytes: maximumQueuedBytes, security: security, nextID: nextID, sink: sink)
+          fd: fd, address: bound, loop: loop, maximumQueuedBytes: maximumQueuedBytes, limits: limits, admit: admit, security: security,
+          nextID: nextID, sink: sink)
         try await listener.activate()
         return listener
       } catch {
@@ -81,9 +92,11 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
   }
 
   private init(
-    fd: Int32, address: SocketAddress, loop: EventLoop, maximumQueuedBytes: Int, security: ConnectionSecurity,
-    nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink
+    fd: Int32, address: SocketAddress, loop: EventLoop, maximumQueuedBytes: Int, limits: ReceiveLimits, admit: AdmissionCheck?,
+    security: ConnectionSecurity, nextID: @escaping @Sendable () -> ConnectionID, sink: @escaping TransportSink
   ) {
+    self.limits = limits
+    self.admit = admit
     self.security = security
     self.fd = fd
     self.address = address
@@ -130,13 +143,22 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
         case EAGAIN, EINTR, ECONNABORTED: return
         case EMFILE, ENFILE:
           // Out of descriptors: nothing to do until some close; the kernel keeps the backlog.
+          // The socket stays readable, so watching it now would spin the loop: look again
+          // in 100 ms.
+          pauseAccepting()
           return
         default: return
         }
       }
+      let remote = SocketAddress(storage: storage, length: socklen_t(length))
+      let id = nextID()
+      if let refusal = admit?(id, remote) {
+        refuse(client, refusal)
+        continue
+      }
       let connection = TCPConnection(
-        id: nextID(), fd: client, remote: SocketAddress(storage: storage, length: socklen_t(length)), loop: loop, sink: sink,
-        maximumQueuedBytes: maximumQueuedBytes, security: security, role: .responder)
+        id: id, fd: client, remote: remote, loop: loop, sink: sink, maximumQueuedBytes: maximumQueuedBytes, limits: limits, security: security,
+        role: .responder)
       do {
         try connection.activate()
         sink(.accepted(connection))
@@ -144,5 +166,24 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
         Glibc.close(client)
       }
     }
+  }
+
+  /// Stops watching the socket for a while (out of descriptors). Loop thread only.
+  private func pauseAccepting() {
+    guard isOpen.load(ordering: .acquiring) else { return }
+    loop.reregister(fd, events: 0)
+    loop.schedule(after: .milliseconds(100)) { [self] in
+      guard isOpen.load(ordering: .acquiring) else { return }
+      loop.reregister(fd, events: NEARBY_EPOLLIN)
+    }
+  }
+
+  /// Refuses a connection before its handshake: ERROR `busy` in plaintext (it fits in an
+  /// empty socket buffer, so the write does not block), then close. Nothing was made for it.
+  private func refuse(_ client: Int32, _ message: String) {
+    let text = String(decoding: message.utf8.prefix(ProtocolLimits.maximumErrorMessageBytes), as: UTF8.self)
+    let frame = FrameEncoder.encode(.error(code: .busy, message: text))
+    _ = frame.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+    Glibc.close(client)
   }
 }

@@ -16,12 +16,15 @@ struct BenchTool: Tool {
   let only: Set<String>
   /// The hidden peer-process mode of the memory benchmark.
   let peerProcess: String?
+  /// The hidden target-process mode of the hostile benchmarks and tests.
+  let targetProcess: String?
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     quick = parsed.isSet(NearbyCommands.Bench.quick)
     json = parsed.isSet(NearbyCommands.Common.json)
     only = Set(try parsed.values(NearbyCommands.Bench.only))
     peerProcess = environment["NEARBY_BENCH_PEERS"]
+    targetProcess = environment["NEARBY_BENCH_TARGET"]
   }
 
   func run(signals: AsyncStream<Int32>?) async -> Int32 {
@@ -30,6 +33,10 @@ struct BenchTool: Tool {
       Task.detached {
         for await signal in signals where signal == SIGINT || signal == SIGTERM { exit(128 + signal) }
       }
+    }
+    if let targetProcess {
+      _ = nearby_die_with_parent()
+      return await BenchRunner.runTargetProcess(targetProcess)
     }
     if let peerProcess {
       _ = nearby_die_with_parent()

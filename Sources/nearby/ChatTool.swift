@@ -72,8 +72,14 @@ struct ChatTool: Tool {
       })
     else { return 1 }
     defer { withExtendedLifetime(identity) {} }
+    // Line mode writes through a bounded queue on a thread of its own: a reader that stops
+    // reading (a pipe, a paused terminal) holds up the chat, never a thread of the pool, and
+    // costs at most the queue.
+    let output = OutputWriter(fd: 1, queueLimit: Self.outputQueueLimit)
     if let (script, file) = loaded {
-      return await ScriptedChat.run(script: script, file: file, session: session, json: json, connect: connect, signals: signals)
+      let code = await ScriptedChat.run(script: script, file: file, session: session, json: json, connect: connect, signals: signals, output: output)
+      await output.drain()
+      return code
     }
     if !json && !plain && interactive {
       if let code = await TerminalChat.run(
@@ -82,9 +88,16 @@ struct ChatTool: Tool {
         return code
       }
     }
-    let chat = LineChat(session: session, output: PlainOutput(json: json), connect: connect)
-    return await chat.run(input: LineReader.lines(), signals: signals)
+    let chat = LineChat(session: session, output: PlainOutput(writer: output, json: json), connect: connect)
+    let code = await chat.run(input: LineReader.lines(), signals: signals)
+    // What is queued goes out before the exit, unless the reader took nothing for 5 s.
+    await output.drain()
+    return code
   }
+
+  /// The output line mode queues before the chat stops taking events: 1 MiB (a message of
+  /// the largest size still fits, as the queue takes one more line once it has room).
+  static let outputQueueLimit = 1 << 20
 
   struct ExitCode: Error { let value: Int32 }
 

@@ -51,6 +51,8 @@ struct RelayTool: Tool {
         configuration.connectFound = connectFound
         // A relay serves many peers: allow more handshakes at once than a chat does.
         configuration.maximumPendingConnections = 256
+        // Still, no one host may hold more than an eighth of them.
+        configuration.maximumPendingConnectionsPerSource = 32
       })
     else { return 1 }
     defer { withExtendedLifetime(identity) {} }

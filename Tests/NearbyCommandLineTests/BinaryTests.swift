@@ -48,6 +48,7 @@ struct BinaryTests {
     arguments: [
       ["chat", "--bogus"], ["browse", "--timeout"], ["frobnicate"], [], ["chat", "--service", "Bad_Type"], ["chat", "--name", ""],
       ["browse", "--timeout", "soon"], ["chat", "--connect", "somewhere"], ["chat", "--info", "id=1"], ["chat", "--allow", "xyz"],
+      ["chat", "--name", "bo\u{202E}b"],
     ])
   func usageErrors(arguments: [String]) async throws {
     let (status, stdout, stderr) = try await Self.nearby(arguments)
@@ -56,6 +57,7 @@ struct BinaryTests {
     #expect(stderr.hasPrefix("Error: "), "\(stderr)")
     #expect(stderr.contains("Usage: nearby"))
     #expect(stderr.contains("--help' for more information"))
+    #expect(!stderr.unicodeScalars.contains("\u{202E}"), "stderr quotes a hidden character raw")
   }
 
   @Test func aSecondProcessOnOneIdentityIsRefusedWithTheFix() async throws {

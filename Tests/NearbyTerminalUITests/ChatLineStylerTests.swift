@@ -53,6 +53,26 @@ import Testing
     #expect(message("hi all").line.spans.last?.style == .plain)
   }
 
+  @Test func lookalikeNamesShowTheirIds() throws {
+    var styler = ChatLineStyler(me: Fixtures.alice)
+    let impostor = Fixtures.peer("bоb", 0xBAD)  // a Cyrillic о
+    styler.names.note(Fixtures.message("hi", from: Fixtures.bob))
+    func shown(_ text: String, from peer: Peer) -> String {
+      let message = ReceivedMessage(id: 7, from: peer, isPrivate: false, timestamp: 0, body: Array(text.utf8))
+      return ChatScreenHarness.untimed(styler.message(message, now: Fixtures.noon, inPeerConversation: false).line.plain)
+    }
+    #expect(shown("hi", from: Fixtures.bob) == "  bob: hi")
+    styler.names.note(Fixtures.found(impostor))
+    #expect(shown("hi", from: Fixtures.bob) == "  bob (\(Fixtures.bob.id.shortHex)): hi")
+    #expect(shown("hi", from: impostor) == "  bоb (\(impostor.id.shortHex)): hi")
+    let own = styler.own(1, text: "yo", recipients: [Fixtures.bob], mark: .pending, now: Fixtures.noon)
+    #expect(ChatScreenHarness.untimed(own.line.plain) == ". alice -> bob (\(Fixtures.bob.id.shortHex)): yo")
+  }
+
+  @Test func hiddenCharactersInPeerTextAreEscaped() {
+    #expect(ChatScreenHarness.untimed(message("see \u{202E}fdp.exe").line.plain) == "  bob: see \\u{202E}fdp.exe")
+  }
+
   @Test func noticesAndErrorsHaveAKindMark() {
     #expect(text(.notice("hello")) == ["* hello"])
     #expect(text(.error("no peer")) == ["! no peer"])

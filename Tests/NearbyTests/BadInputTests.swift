@@ -54,6 +54,11 @@ struct BadInputTests {
       payload[payload.count - 1] = 0x1B  // ESC inside the name
       try await peer.handshakeInBackground(payload: payload)
     },
+    Attack(name: "a HELLO whose name hides a bidi control", expected: .invalidHello) { peer in
+      var payload = SecureTestPeer.helloPayload(peer.hello(name: "xxxxxxx"))
+      payload.replaceSubrange((payload.count - 7)..., with: Array("bo\u{202E}bb".utf8))
+      try await peer.handshakeInBackground(payload: payload)
+    },
     Attack(name: "a HELLO claiming another peer's id", expected: .wrongPeer) { peer in
       let claimed = Frame.Hello(minVersion: 2, maxVersion: 2, peer: Peer(id: PeerID.random(), name: try DisplayName("bob")))
       try await peer.handshakeInBackground(payload: SecureTestPeer.helloPayload(claimed))

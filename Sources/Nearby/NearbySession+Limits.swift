@@ -1,0 +1,117 @@
+import NearbyCore
+import NearbyTransport
+
+/// What keeps one hostile or careless peer from costing the session unbounded memory or the
+/// I/O thread: the receive budget shared by all connections, each connection's share of a
+/// loop iteration, and the per-source limit on connections being set up. Confined to the
+/// session's I/O thread, like the actor's own state.
+final class SessionGuards: @unchecked Sendable {
+  let budget: ReceiveBudget
+  let limits: ReceiveLimits
+  var admission: SourceAdmission
+  /// Sources being refused, with how many of their connections were: reported once when it
+  /// starts and once when it ends, not once per connection of a flood.
+  var refusedSources: [String: Int] = [:]
+  /// Bytes of received messages not yet taken by the application, all connections together.
+  var untakenBytes = 0
+  /// Connections not read because all together hold too much untaken: read again once the
+  /// total is down to half.
+  var pausedForAll: Set<ConnectionID> = []
+
+  init(_ configuration: SessionConfiguration) {
+    budget = ReceiveBudget(maximumBytes: configuration.maximumPartialFrameBytes)
+    limits = ReceiveLimits(
+      bytesPerTurn: configuration.receiveBytesPerTurn, framesPerTurn: configuration.receiveFramesPerTurn, budget: budget)
+    admission = SourceAdmission(maximumPerSource: configuration.maximumPendingConnectionsPerSource)
+  }
+}
+
+extension NearbySession {
+  /// The listener's question about each connection it accepts (on the I/O thread, before
+  /// anything is made for the connection).
+  nonisolated var admissionCheck: AdmissionCheck {
+    { [weak self] id, remote in
+      guard let self else { return nil }
+      return self.assumeIsolated { $0.admit(id, from: remote) }
+    }
+  }
+
+  /// Takes a connection unless its source already has too many that are being set up.
+  func admit(_ id: ConnectionID, from remote: SocketAddress) -> String? {
+    let source = remote.sourceKey
+    let refusal = guards.admission.admit(id, from: source) { counted in
+      switch machine.connectionState(counted) {
+      case nil, .connected?, .closing?, .closed?: false
+      default: true
+      }
+    }
+    if let refusal {
+      if guards.refusedSources[source] == nil {
+        emit(.status(.connectionRejected(peer: nil, reason: "refusing connections from \(source): \(refusal)")))
+      }
+      guards.refusedSources[source, default: 0] += 1
+    } else if let refused = guards.refusedSources.removeValue(forKey: source) {
+      emit(
+        .status(
+          .connectionRejected(
+            peer: nil, reason: "refused \(refused) connection\(refused == 1 ? "" : "s") from \(source) while it had too many being set up")))
+    }
+    return refusal
+  }
+
+  /// The receive budget closed connection `id`: ERROR `resourceExhausted`, then close.
+  func receiveBudgetExhausted(_ id: ConnectionID, _ detail: String, into actions: inout [SessionAction]) {
+    let peer = machine.connectionPeer(id)
+    emit(.status(.connectionRejected(peer: peer, reason: "the receive memory budget is exhausted: \(detail)")))
+    machine.limitExceeded(id, code: .resourceExhausted, detail: "the receive memory budget is exhausted: \(detail)", now: now, into: &actions)
+  }
+
+  // MARK: Messages the application has not taken
+
+  /// Whether connection `id`, with `count` untaken, must stop being read: it holds more than
+  /// its share, or all connections together hold more than
+  /// ``SessionConfiguration/maximumUntakenBytesInAll``.
+  func untakenStopsReading(_ id: ConnectionID, _ count: (messages: Int, bytes: Int)) -> Bool {
+    if count.messages > configuration.maximumUntakenMessages || count.bytes > configuration.maximumUntakenBytes { return true }
+    guard guards.untakenBytes > configuration.maximumUntakenBytesInAll else { return false }
+    guards.pausedForAll.insert(id)
+    return true
+  }
+
+  /// Whether connection `id`, paused with `count` untaken, may be read again: its own count
+  /// and the total are down to half their limits. When only the total stands in the way,
+  /// the connection is read again once the total is down (``resumeConnectionsPausedForAll()``).
+  func untakenAllowsReading(_ id: ConnectionID, _ count: (messages: Int, bytes: Int)) -> Bool {
+    guard count.messages <= configuration.maximumUntakenMessages / 2, count.bytes <= configuration.maximumUntakenBytes / 2 else { return false }
+    guard guards.untakenBytes <= configuration.maximumUntakenBytesInAll / 2 else {
+      guards.pausedForAll.insert(id)
+      return false
+    }
+    return true
+  }
+
+  /// Once the total is down to half, reads again the connections it kept paused (whose own
+  /// messages may all have been taken already, so that no claim of theirs would).
+  func resumeConnectionsPausedForAll() {
+    guard !guards.pausedForAll.isEmpty, guards.untakenBytes <= configuration.maximumUntakenBytesInAll / 2 else { return }
+    let paused = guards.pausedForAll
+    guards.pausedForAll.removeAll()
+    for id in paused {
+      // One still over its own share resumes when its own claims settle.
+      guard let socket = connections[id], socket.isReadingPaused, untakenAllowsReading(id, untaken[id] ?? (0, 0)) else { continue }
+      machine.readingPaused(id, false, now: now)
+      socket.resumeReading()
+    }
+  }
+
+  /// Received messages not yet taken (all connections), and connections not read for it.
+  package var untakenFigures: (bytes: Int, pausedConnections: Int) {
+    (guards.untakenBytes, connections.values.filter(\.isReadingPaused).count)
+  }
+
+  /// The receive budget's figures (diagnostics and tests): bytes held now, the most held at
+  /// once, and how many connections it closed.
+  package var receiveBudgetFigures: (held: Int, peak: Int, closed: Int) {
+    (guards.budget.heldBytes, guards.budget.peakBytes, guards.budget.exhaustedConnections)
+  }
+}

@@ -1,0 +1,68 @@
+import NearbyCore
+
+/// How much a connection may cost the loop thread and its memory when it receives.
+package struct ReceiveLimits: Sendable {
+  /// The most bytes one connection reads per loop iteration: the rest waits for the next
+  /// one, after every other connection had its turn.
+  package var bytesPerTurn = 1 << 20
+  /// The most frames one connection hands its owner per loop iteration.
+  package var framesPerTurn = 1024
+  /// Shared by the connections of one loop: the memory they may hold in frames that have not
+  /// arrived completely. `nil`: no limit.
+  package var budget: ReceiveBudget?
+
+  package init(bytesPerTurn: Int = 1 << 20, framesPerTurn: Int = 1024, budget: ReceiveBudget? = nil) {
+    self.bytesPerTurn = max(1, bytesPerTurn)
+    self.framesPerTurn = max(1, framesPerTurn)
+    self.budget = budget
+  }
+}
+
+/// The memory every connection of one event loop may hold in partially received frames and
+/// records, together. A frame is buffered until its last byte arrives (up to 2 MiB each), so
+/// peers that start large frames and finish none could make us hold a lot; above the budget,
+/// the connections holding the most are closed (ERROR `resourceExhausted`) until the rest
+/// fits.
+///
+/// Loop thread only: the connections update it after each read.
+package final class ReceiveBudget: @unchecked Sendable {
+  /// The most bytes held in partial frames across the loop's connections.
+  package let maximumBytes: Int
+  /// The bytes held now.
+  package private(set) var heldBytes = 0
+  /// The most bytes ever held at once (diagnostics, tests).
+  package private(set) var peakBytes = 0
+  /// Connections closed for holding too much.
+  package private(set) var exhaustedConnections = 0
+  private var holders: [ConnectionID: TCPConnection] = [:]
+
+  /// - Parameter maximumBytes: at least one frame of the largest size
+  ///   (``ProtocolLimits/maximumFrameLength``) and a record more, so any frame can arrive.
+  package init(maximumBytes: Int) {
+    self.maximumBytes = max(maximumBytes, ProtocolLimits.maximumFrameLength + 2 * 65_536)
+  }
+
+  /// A connection now holds `bytes` (it held `previous`). Over the budget, the largest
+  /// holders are closed, possibly `connection` itself.
+  func update(_ connection: TCPConnection, from previous: Int, to bytes: Int) {
+    record(connection, from: previous, to: bytes)
+    while heldBytes > maximumBytes, let largest = holders.values.max(by: { $0.heldPartialBytes < $1.heldPartialBytes }) {
+      exhaustedConnections += 1
+      let held = largest.heldPartialBytes
+      let total = heldBytes
+      record(largest, from: held, to: 0)
+      largest.exhaustReceiveBudget(
+        "it held \(held) bytes of frames it had not finished sending, the most of all connections, which together held \(total), more than the limit of \(maximumBytes)"
+      )
+    }
+  }
+
+  /// Accounts without enforcing.
+  private func record(_ connection: TCPConnection, from previous: Int, to bytes: Int) {
+    guard bytes != previous else { return }
+    heldBytes += bytes - previous
+    if bytes > 0 { holders[connection.id] = connection } else { holders[connection.id] = nil }
+    connection.heldPartialBytes = bytes
+    peakBytes = max(peakBytes, heldBytes)
+  }
+}

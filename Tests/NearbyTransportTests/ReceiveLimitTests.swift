@@ -1,0 +1,103 @@
+import NearbyCore
+import NearbyCrypto
+import NearbyTestSupport
+import NearbyTransport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What one connection may cost the loop: a share of each iteration in frames and bytes,
+/// and connections from one source refused before anything is made for them.
+@Suite("Receive limits of the transport")
+struct ReceiveLimitTests {
+  /// Connects a client to a listener with `limits`. - Returns: both ends and the loop.
+  static func pair(limits: ReceiveLimits, server: EventCollector, client: EventCollector) async throws -> (
+    EventLoop, TCPListener, TCPConnection, TCPConnection
+  ) {
+    let loop = try EventLoop()
+    let listener = try await TCPListener.bind(
+      host: "127.0.0.1", loop: loop, limits: limits, security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    _ = TCPConnector.connect(
+      ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, security: .ephemeral(), sink: client.sink)
+    let outbound = try await client.next { if case .connected(let c) = $0 { c } else { nil } }
+    let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    _ = try await server.next { if case .authenticated = $0 { true } else { nil } }
+    return (loop, listener, outbound, inbound)
+  }
+
+  @Test func aConnectionHandsOverAtMostItsShareOfFramesPerTurnAndLosesNone() async throws {
+    let server = EventCollector()
+    let client = EventCollector()
+    let (loop, listener, outbound, inbound) = try await Self.pair(limits: ReceiveLimits(framesPerTurn: 100), server: server, client: client)
+    let count = 20_000
+    for index in 0..<count { #expect(outbound.send(.ping(nonce: UInt64(index))) == .queued) }
+    var received: [UInt64] = []
+    var largest = 0
+    while received.count < count {
+      let batch = try await server.next { if case .frames(_, let frames) = $0 { frames } else { nil } }
+      largest = max(largest, batch.count)
+      for case .ping(let nonce) in batch { received.append(nonce) }
+    }
+    #expect(received == (0..<count).map(UInt64.init))
+    #expect(largest == 100, "the largest batch had \(largest) frames")
+    outbound.close(.now)
+    inbound.close(.now)
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func framesLeftAtTheEndOfATurnArriveWithoutMoreTraffic() async throws {
+    let server = EventCollector()
+    let client = EventCollector()
+    let (loop, listener, outbound, inbound) = try await Self.pair(limits: ReceiveLimits(framesPerTurn: 7), server: server, client: client)
+    // One write, one read: everything after the first 7 frames is in the decoder, and
+    // nothing more will make the socket readable.
+    var bytes: [UInt8] = []
+    for index in 0..<50 { FrameEncoder.encode(.ping(nonce: UInt64(index)), into: &bytes) }
+    #expect(outbound.send(encoded: bytes) == .queued)
+    var received = 0
+    while received < 50 {
+      let batch = try await server.next { if case .frames(_, let frames) = $0 { frames } else { nil } }
+      #expect(batch.count <= 7)
+      received += batch.count
+    }
+    outbound.close(.now)
+    inbound.close(.now)
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test func aRefusedConnectionGetsBusyAndIsNeverHandedToTheOwner() async throws {
+    let loop = try EventLoop()
+    let server = EventCollector()
+    let listener = try await TCPListener.bind(
+      host: "127.0.0.1", loop: loop, admit: { _, remote in remote.sourceKey == "127.0.0.2" ? "too many from \(remote.sourceKey)" : nil },
+      security: .ephemeral(), nextID: server.nextID, sink: server.sink)
+    let refused = try SecureTestPeer(port: listener.port, source: "127.0.0.2")
+    let received = await refused.readInBackground()
+    #expect(received.closed)
+    #expect(received.frames == [.error(code: .busy, message: "too many from 127.0.0.2")])
+    // Another source gets in.
+    let accepted = try SecureTestPeer(port: listener.port, source: "127.0.0.3")
+    let connection = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
+    #expect(connection.remote.host == "127.0.0.3")
+    #expect(!server.all.contains { if case .accepted = $0 { true } else { false } })
+    connection.close(.now)
+    _ = accepted
+    listener.close()
+    await loop.shutdown()
+  }
+
+  @Test(
+    "the source of an address",
+    arguments: [
+      ("127.0.0.2", "127.0.0.2"), ("::ffff:192.0.2.7", "192.0.2.7"), ("2001:db8:1:2::5", "2001:db8:1:2::/64"),
+      ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"), ("fe80::1", "fe80:0:0:0::/64"), ("::1", "0:0:0:0::/64"),
+    ])
+  func sourceKeys(_ host: String, _ key: String) throws {
+    #expect(try #require(SocketAddress(host: host, port: 1)).sourceKey == key)
+  }
+}
