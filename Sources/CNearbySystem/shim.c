@@ -2,6 +2,7 @@
 #include "CNearbySystem.h"
 
 #include <dirent.h>
+#include <spawn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -235,3 +236,7 @@ void nearby_unblock_all_signals(void) {
 
 #include <sys/prctl.h>
 int nearby_die_with_parent(void) { return prctl(PR_SET_PDEATHSIG, SIGKILL); }
+
+int nearby_spawn_actions_close_from(void *actions, int lowest) {
+  return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowest);
+}

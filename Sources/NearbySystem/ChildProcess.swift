@@ -67,6 +67,9 @@ public final class ChildProcess: Sendable {
       case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, target)
       }
     }
+    // Nothing else of ours leaks into the child, whatever forgot O_CLOEXEC: a pipe's write
+    // end kept open by a child means its reader never sees the end of the stream.
+    _ = nearby_spawn_actions_close_from(&actions, 3)
 
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }

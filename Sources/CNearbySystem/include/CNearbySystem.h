@@ -106,6 +106,9 @@ extern const int NEARBY_CLONE_NEWNS;
 extern const int NEARBY_CLONE_NEWUSER;
 /// posix_spawnattr flag that makes the child a session leader (setsid), a GNU extension.
 extern const short NEARBY_POSIX_SPAWN_SETSID;
+/// posix_spawn_file_actions_addclosefrom_np(actions, lowest): the child closes every
+/// descriptor from `lowest` up (glibc 2.34). `actions` is a posix_spawn_file_actions_t.
+int nearby_spawn_actions_close_from(void *actions, int lowest);
 
 /// unshare(flags): the calling thread (and what it executes) gets new namespaces.
 int nearby_unshare(int flags);
