@@ -87,6 +87,8 @@ public actor NearbySession {
     core.maximumPendingConnections = configuration.maximumPendingConnections
     core.maximumPendingInvitations = configuration.maximumPendingInvitations
     core.connectFound = configuration.connectFound
+    core.reconnectGrace = configuration.reconnectGrace
+    core.resendWindowBytes = configuration.resendWindowBytes
     core.endToEnd = SessionEndToEnd(identity: configuration.identity.keyPair)
     core.verifiedPeers = configuration.identity.verifiedPeerIDs
     machine = SessionStateMachine(configuration: core)

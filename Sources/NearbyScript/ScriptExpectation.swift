@@ -4,6 +4,7 @@ import Nearby
 public enum ScriptEventKind: String, Sendable, CaseIterable {
   case ready, advertised, found, updated, lost
   case invitation, invitationWithdrawn, connecting, connected, declined, disconnected
+  case reconnecting, reconnected
   case message, sent, delivered, error, notice
   case peers, who, invitations, foreign, rejected
   case reachable, unreachable, relayed
