@@ -8,7 +8,7 @@ extension NearbySession {
   /// The verification code of our session with `peer` (while it is connected directly).
   public func verificationCode(for peer: PeerID) -> String? { machine.verificationCode(of: peer) }
 
-  /// Shows the code of our session with `peer` here (``SessionEvent/verification(_:code:askedByPeer:)``)
+  /// Shows the code of our session with `peer` here (the `verification` event)
   /// and asks the peer to show it to its person too, so both can compare.
   public func requestVerification(of peer: PeerID) {
     var actions: [SessionAction] = []
@@ -17,7 +17,7 @@ extension NearbySession {
   }
 
   /// The person compared the code of our session with `peer` and it matched: the peer is
-  /// remembered as verified (``SessionEvent/trusted(_:)``).
+  /// remembered as verified (the `trusted` event).
   /// - Throws: ``TrustError`` when the peer is not connected directly (there is no code to
   ///   have compared) or the known-peers file cannot be written.
   public func trust(_ peer: PeerID) throws(TrustError) {
@@ -48,9 +48,8 @@ extension NearbySession {
       let lookalike = identity.knownPeers.first { $0.isVerified && $0.id != peer.id && $0.name.value.lowercased() == peer.name.value.lowercased() }
       if let lookalike { hub.publish(.session(.impostorWarning(peer, verified: lookalike.peer))) }
     }
-    do {
-      try identity.record(peer, publicKey: key, now: Self.unixMilliseconds() / 1000)
-    } catch {
+    let hub = self.hub
+    identity.recordLater(peer, publicKey: key, now: Self.unixMilliseconds() / 1000) { error in
       hub.publish(.session(.error(.rejected("could not remember \(peer) in the known peers: \(error)"))))
     }
   }

@@ -215,6 +215,8 @@ public actor NearbySession {
     for waiter in sendWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
     for waiter in deliveryWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: nil) }
     for waiter in idleWaiters.removeAll(where: { _ in true }) { waiter.resume() }
+    // What was learnt about peers reaches the file before run() returns.
+    configuration.identity.waitForSaves()
     let waiters = shutdownWaiters
     shutdownWaiters = []
     state = .stopped

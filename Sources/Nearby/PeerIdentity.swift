@@ -1,3 +1,4 @@
+import Dispatch
 import NearbyCore
 import NearbyCrypto
 import Synchronization
@@ -30,6 +31,10 @@ public final class PeerIdentity: Sendable {
   private let lockFD: Int32
   /// The peers this identity met (the `known-peers` file, or memory only when ephemeral).
   private let known: Mutex<[PeerID: KnownPeer]>
+  /// Writes of the known-peers file that a session asks for as it meets peers: on a queue of
+  /// their own, coalesced (a relay meeting 200 peers must not fsync 200 times on its I/O thread).
+  private let saves = DispatchQueue(label: "nearby.known-peers")
+  private let savePending = Mutex(false)
 
   static let keyFileName = "identity"
   /// Where protocol version 1 kept a random id (replaced by a key).
@@ -132,6 +137,40 @@ public final class PeerIdentity: Sendable {
     }
   }
 
+  /// ``record(_:publicKey:now:)``, with the file written later on a queue of its own
+  /// (coalesced); `failed` hears why when it cannot be written.
+  func recordLater(_ peer: Peer, publicKey: [UInt8], now: UInt64, failed: @escaping @Sendable (IdentityError) -> Void) {
+    let hex = publicKey.hexString
+    let changed = known.withLock { peers -> Bool in
+      if var known = peers[peer.id] {
+        guard known.name != peer.name else { return false }
+        known.name = peer.name
+        peers[peer.id] = known
+        return true
+      }
+      peers[peer.id] = KnownPeer(id: peer.id, publicKey: hex, name: peer.name, firstSeen: now, isVerified: false)
+      return true
+    }
+    guard changed, let state else { return }
+    let schedule = savePending.withLock { pending -> Bool in
+      defer { pending = true }
+      return !pending
+    }
+    guard schedule else { return }
+    saves.async { [self] in
+      savePending.withLock { $0 = false }
+      let snapshot = known.withLock { Array($0.values) }
+      do throws(IdentityError) {
+        try state.write(KnownPeersFile.name, Array(KnownPeersFile.encode(snapshot).utf8))
+      } catch {
+        failed(error)
+      }
+    }
+  }
+
+  /// Waits until the writes asked for so far are done (tests, and before a process exits).
+  func waitForSaves() { saves.sync {} }
+
   /// Marks a known peer verified (the person compared the code).
   func setVerified(_ id: PeerID, _ verified: Bool) throws(IdentityError) {
     try update { peers in
@@ -153,11 +192,18 @@ public final class PeerIdentity: Sendable {
     }
     guard result.changed else { return false }
     guard let state else { return true }
-    do {
-      try state.write(KnownPeersFile.name, Array(KnownPeersFile.encode(Array(result.after.values)).utf8))
-    } catch {
+    // On the queue of the deferred writes, so that two writes never overlap.
+    let failure: IdentityError? = saves.sync {
+      do throws(IdentityError) {
+        try state.write(KnownPeersFile.name, Array(KnownPeersFile.encode(Array(known.withLock { $0.values })).utf8))
+        return nil
+      } catch {
+        return error
+      }
+    }
+    if let failure {
       known.withLock { $0 = result.before }
-      throw error
+      throw failure
     }
     return true
   }

@@ -170,6 +170,17 @@ package final class RecordOpener {
     return error
   }
 
+  /// Gives the buffer back when nothing is buffered, so that an idle connection stays small.
+  /// The owner calls it when traffic is light (after a short read): a stream of large records
+  /// would otherwise allocate, and fault in, a new buffer per read.
+  package func shrinkIfEmpty() {
+    guard bufferedByteCount == 0, storage != nil else { return }
+    release()
+    capacity = 0
+    readIndex = 0
+    writeIndex = 0
+  }
+
   /// Makes room for `count` more bytes, compacting or growing the buffer.
   private func reserve(_ count: Int) {
     if capacity - writeIndex >= count { return }

@@ -191,8 +191,11 @@ extension TCPConnection {
         // A short read emptied the socket: the fd is level-triggered, so epoll reports what
         // arrives next, and a second `read` that would only say EAGAIN is saved.
         if count < requested {
-          // Light traffic: a large read buffer is not worth keeping.
-          if count < 4096 { decoder.shrinkIfEmpty() }
+          // Light traffic: read buffers are not worth keeping (an idle session stays small).
+          if count < 4096 {
+            decoder.shrinkIfEmpty()
+            channel.opener?.shrinkIfEmpty()
+          }
           break reading
         }
       case .success(.wouldBlock):
@@ -215,6 +218,7 @@ extension TCPConnection {
       writeRaw(send)
       return true
     case .completed(let send, let peer, let remaining):
+      handshakeInput = []
       writeRaw(send)
       sink(.authenticated(id, peer))
       channel.opener?.append(remaining)

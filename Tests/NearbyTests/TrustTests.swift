@@ -60,7 +60,10 @@ struct TrustTests {
     // Trust on first use: each remembers the other, unverified, with its key.
     #expect(identity.knownPeers.map(\.id) == [bob.peer.id])
     #expect(identity.knownPeers.first?.isVerified == false)
-    #expect(try PeerIdentity.knownPeers(in: bobDirectory).map(\.id) == [alice.peer.id], "readable while the session holds the lock")
+    // Written a moment later, off the session's I/O thread; readable while the session holds the lock.
+    let deadline = ContinuousClock.now + .seconds(10)
+    while try PeerIdentity.knownPeers(in: bobDirectory).isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    #expect(try PeerIdentity.knownPeers(in: bobDirectory).map(\.id) == [alice.peer.id])
 
     // /verify: the code shows on both sides; /trust marks bob verified.
     await alice.session.requestVerification(of: bob.peer.id)

@@ -20,7 +20,7 @@ func gettingStarted(trusted: Set<PeerID>) async throws {
       case .found(let discovered): print("found \(discovered.peer) at \(discovered.hostName) \(discovered.endpoints)")
       case .lost(let peer): print("lost \(peer)")
       case .connecting(let peer): print("connecting to \(peer)")
-      case .connected(let peer):
+      case .connected(let peer, _):
         let id = try await session.send(Array("hello".utf8), to: .peer(peer.id))
         group.addTask {
           if let report = await session.delivery(of: id), report.isDelivered { print("everyone has message \(id)") }

@@ -61,7 +61,7 @@ struct Exchange {
         await session.decline(invitation.peer.id)
       }
 
-    case .connected(let peer) where partner == nil && options.partnerName.map({ Self.matches(peer, $0) }) ?? true:
+    case .connected(let peer, _) where partner == nil && options.partnerName.map({ Self.matches(peer, $0) }) ?? true:
       partner = peer
       say("connected to \(peer)")
       do {
