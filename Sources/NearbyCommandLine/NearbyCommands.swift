@@ -205,7 +205,7 @@ public enum NearbyCommands {
     public static let only = Option<String>(
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "probe"]))
+        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "loss", "probe"]))
 
     public static let spec = CommandSpec(
       name: "bench", abstract: "Measure latency, throughput, handshake, fan-out and memory against raw TCP.",
