@@ -26,7 +26,7 @@ MAX_FRAME_LENGTH = 2097152
 MAX_BODY = 1245330       # the sealed maximum; a direct body over 1048576 is the session's to refuse
 NAMES = {1: "HELLO", 2: "INVITE", 3: "ACCEPT", 4: "DECLINE", 5: "MESSAGE", 6: "DELIVERED",
          7: "PING", 8: "PONG", 9: "GOODBYE", 10: "ERROR", 11: "ROSTER", 12: "UNDELIVERABLE",
-         13: "VERIFY"}
+         13: "VERIFY", 14: "RESUME"}
 ERRORS = {"emptyFrame", "frameTooLarge", "unknownFrameType", "malformedFrame", "invalidHello",
           "truncated"}
 
@@ -165,6 +165,17 @@ def decode_payload(type_code, payload):
         f.update(kind=kind, entries=entries)
     elif name == "UNDELIVERABLE":
         f.update(origin=r.id128(), messageID=r.u64(), recipient=r.id128(), reason=r.u8())
+    elif name == "RESUME":
+        session, flags, received, delivered = r.u64(), r.u8(), r.u64(), r.u64()
+        if flags & ~3:
+            raise malformed("RESUME flags other than bits 0 and 1")
+        if not flags & 1 and received != "0":
+            raise malformed("RESUME received without its flag")
+        if not flags & 2 and delivered != "0":
+            raise malformed("RESUME delivered without its flag")
+        if flags & 2 and not flags & 1:
+            raise malformed("RESUME delivered without received")
+        f.update(sessionID=session, flags=flags, received=received, delivered=delivered)
     r.end()
     return f
 
@@ -277,7 +288,7 @@ def main():
     with open(os.path.join(HERE, "states.json"), encoding="utf-8") as f:
         states = json.load(f)
     expected_states = {"awaitingHello", "idleListener", "idleConnector", "inviting", "invited",
-                       "connected", "connectedToRelay"}
+                       "resuming", "connected", "connectedToRelay"}
     if set(states["states"]) != expected_states:
         failures.append("states.json: state names")
     for state, legal in states["states"].items():
@@ -287,7 +298,8 @@ def main():
     # from a relay.
     where = lambda name: {s for s, legal in states["states"].items() if name in legal}
     for name, expected in [("HELLO", {"awaitingHello"}), ("VERIFY", {"connected", "connectedToRelay"}),
-                           ("ROSTER", {"connectedToRelay"})]:
+                           ("ROSTER", {"connectedToRelay"}), ("RESUME", {"idleListener", "resuming"}),
+                           ("ACCEPT", {"inviting"}), ("DECLINE", {"inviting", "resuming"})]:
         if where(name) != expected:
             failures.append("states.json: %s legal in %s" % (name, sorted(where(name))))
     if states["states"]["awaitingHello"] != ["HELLO"]:

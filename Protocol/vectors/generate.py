@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TYPES = {                     # section 4
     "HELLO": 0x01, "INVITE": 0x02, "ACCEPT": 0x03, "DECLINE": 0x04, "MESSAGE": 0x05,
     "DELIVERED": 0x06, "PING": 0x07, "PONG": 0x08, "GOODBYE": 0x09, "ERROR": 0x0A,
-    "ROSTER": 0x0B, "UNDELIVERABLE": 0x0C, "VERIFY": 0x0D,
+    "ROSTER": 0x0B, "UNDELIVERABLE": 0x0C, "VERIFY": 0x0D, "RESUME": 0x0E,
 }
 
 with open(os.path.join(HERE, "crypto.json"), encoding="utf-8") as _f:
@@ -109,6 +109,11 @@ def undeliverable(origin=ALICE, msg_id=1, recipient=BOB, reason=1):
     return origin + u64(msg_id) + recipient + u8(reason)
 
 
+def resume(session=1, flags=0, received=0, delivered=0):
+    """Section 4.13: sessionID u64, flags u8, received u64, delivered u64."""
+    return u64(session) + u8(flags) + u64(received) + u64(delivered)
+
+
 def encode_payload(f):
     """Payload of a frame given as a dict with native values (ints, bytes, str)."""
     t = f["type"]
@@ -138,6 +143,8 @@ def encode_payload(f):
         return undeliverable(f["origin"], f["messageID"], f["recipient"], f["reason"])
     if t == "VERIFY":
         return b""
+    if t == "RESUME":
+        return resume(f["sessionID"], f["flags"], f["received"], f["delivered"])
     raise ValueError(t)
 
 
@@ -147,7 +154,8 @@ def encode(f):
 
 # --- JSON form of a frame: u64 as decimal strings, ids and blobs as lowercase hex ---------
 
-U64_FIELDS = {"invitationID", "messageID", "timestamp", "nonce", "ids"}
+U64_FIELDS = {"invitationID", "messageID", "timestamp", "nonce", "ids", "sessionID", "received",
+              "delivered"}
 
 
 def to_json(value, key=None):
@@ -193,11 +201,13 @@ H("hello-basic", "The HELLO alice's handshake carries (the initiatorPayload of c
 H("hello-bob", "The HELLO bob's handshake carries (the responderPayload of crypto.json).",
   "bob", peer=BOB)
 H("hello-relay", "A relay: capability bit 1 (0x00000002) set.", "relay-1", caps=0x2, peer=BOB)
+H("hello-resume", "A peer that resumes sessions (section 6.5): capability bit 2 "
+  "(0x00000004) set.", "alice", caps=0x4)
 H("hello-reserved-bits", "Every capability bit set, including bit 0 (reserved: it was "
-  "'encryption' in version 1) and the reserved bits 2-31: unknown bits are ignored, not "
+  "'encryption' in version 1) and the reserved bits 3-31: unknown bits are ignored, not "
   "rejected, and the decoded value keeps them as received.", "carol", caps=0xFFFFFFFF,
   peer=CAROL)
-H("hello-unknown-bits", "Only reserved bits set (0x80000004).", "dave", caps=0x80000004,
+H("hello-unknown-bits", "Only reserved bits set (0x80000008).", "dave", caps=0x80000008,
   peer=DAVE)
 H("hello-version-range-wide", "minVersion 1, maxVersion 255: valid; the range contains 2.",
   "wide", min_v=1, max_v=255)
@@ -243,6 +253,9 @@ valid("decline-declined", "Reason 1 declined.", invitationID=1, reason=1)
 valid("decline-busy", "Reason 3 busy.", invitationID=42, reason=3)
 valid("decline-shutting-down", "Reason 5 shuttingDown, invitationID 2^64-1.",
       invitationID=U64_MAX, reason=5)
+valid("decline-unknown-session", "Reason 6 unknownSession: the answer to a RESUME for a session "
+      "the listener does not know (section 6.5); the id is the RESUME's sessionID.",
+      invitationID=0x0123456789ABCDEF, reason=6)
 valid("decline-unknown-reason-0", "Reason 0 is not defined: valid, the receiver treats it as "
       "declined and keeps the number.", invitationID=7, reason=0)
 valid("decline-unknown-reason-255", "Reason 255 is not defined: valid, number kept.",
@@ -361,6 +374,20 @@ valid("undeliverable-unknown-reason-255", "Reason 255 is not defined: valid, num
 valid("verify", "VERIFY: no payload (length 1). Asks the peer's person to compare the "
       "verification code (section 4.12).")
 
+valid("resume-nothing-yet", "RESUME (section 4.13) of session 7 by a side that has received "
+      "nothing from the other yet: flags 0, both ids 0.", sessionID=7, flags=0, received=0,
+      delivered=0)
+valid("resume-received", "Received up to message 1002, none of them taken by the application "
+      "yet (flags 1): everything after 1002 is resent, nothing counts as delivered.",
+      sessionID=0x0123456789ABCDEF, flags=1, received=1002, delivered=0)
+valid("resume-received-and-delivered", "Received up to 1002, taken up to 1000 (flags 3): "
+      "messages up to 1000 count as delivered, 1001 and 1002 wait for their DELIVERED, the "
+      "rest is resent.", sessionID=42, flags=3, received=1002, delivered=1000)
+valid("resume-max-values", "sessionID 2^64-1, received and delivered 2^64-1 (ids wrap to 0 "
+      "after it, section 6.5).", sessionID=U64_MAX, flags=3, received=U64_MAX, delivered=U64_MAX)
+valid("resume-message-id-0", "Received and taken up to message id 0: the flags, not the value, "
+      "say that an id is present.", sessionID=0, flags=3, received=0, delivered=0)
+
 
 # --- invalid vectors -----------------------------------------------------------------------
 
@@ -413,11 +440,10 @@ invalid("truncated-at-max-length", "truncated", "Length exactly MAX_FRAME_LENGTH
 
 # unknownFrameType: a valid length, a type byte the frame decoder does not define (3.15).
 invalid("unknown-type-0x00", "unknownFrameType", "Type 0x00, no payload.", frame(0x00, b""))
-invalid("unknown-type-0x0e", "unknownFrameType", "Type 0x0E (just after VERIFY), no "
-        "payload.", frame(0x0E, b""))
-invalid("unknown-type-0x0e-with-payload", "unknownFrameType", "Type 0x0E with an 8-byte "
-        "payload.", frame(0x0E, u64(1)))
-invalid("unknown-type-0x0f", "unknownFrameType", "Type 0x0F, no payload.", frame(0x0F, b""))
+invalid("unknown-type-0x0f", "unknownFrameType", "Type 0x0F (just after RESUME), no payload.",
+        frame(0x0F, b""))
+invalid("unknown-type-0x0f-with-payload", "unknownFrameType", "Type 0x0F with an 8-byte "
+        "payload.", frame(0x0F, u64(1)))
 invalid("unknown-type-0x10-handshake", "unknownFrameType", "Type 0x10 (HANDSHAKE) inside the "
         "record stream: the connection's own types are not frames of section 4.",
         frame(0x10, b"\x01"))
@@ -498,6 +524,19 @@ invalid("undeliverable-trailing-byte", M, "UNDELIVERABLE with one extra byte.",
         frame(T["UNDELIVERABLE"], undeliverable() + b"\x00"))
 invalid("verify-trailing-byte", M, "VERIFY with a 1-byte payload (it has none).",
         frame(T["VERIFY"], b"\x00"))
+invalid("resume-too-short", M, "RESUME with 24 of its 25 payload bytes.",
+        frame(T["RESUME"], resume()[:-1]))
+invalid("resume-trailing-byte", M, "RESUME with one extra byte.",
+        frame(T["RESUME"], resume() + b"\x00"))
+invalid("resume-unknown-flag", M, "RESUME with flags 0x04: only bits 0 and 1 are defined.",
+        frame(T["RESUME"], resume(flags=4)))
+invalid("resume-received-without-flag", M, "RESUME with flags 0 but received 5: an absent id "
+        "is sent as 0.", frame(T["RESUME"], resume(flags=0, received=5)))
+invalid("resume-delivered-without-flag", M, "RESUME with flags 1 but delivered 3.",
+        frame(T["RESUME"], resume(flags=1, received=5, delivered=3)))
+invalid("resume-delivered-without-received", M, "RESUME with flags 2: nothing can have been "
+        "taken by the application that was not received.",
+        frame(T["RESUME"], resume(flags=2, delivered=3)))
 invalid("roster-key-past-end", M, "ROSTER entry whose publicKey has 31 of its 32 bytes.",
         frame(T["ROSTER"], roster(1, [(BOB, 1, "bob")])[:-1]))
 invalid("roster-key-missing", M, "ROSTER entry without its publicKey (the version 1 layout).",
@@ -602,9 +641,10 @@ CONNECTED = ["MESSAGE", "DELIVERED", "UNDELIVERABLE", "VERIFY"] + COMMON
 STATES = {
     "states": {
         "awaitingHello": ["HELLO"],
-        "idleListener": ["INVITE"] + COMMON,
+        "idleListener": ["INVITE", "RESUME"] + COMMON,
         "idleConnector": list(COMMON),
         "inviting": ["ACCEPT", "DECLINE"] + COMMON,
+        "resuming": ["RESUME", "DECLINE"] + COMMON,
         "invited": list(COMMON),
         "connected": CONNECTED,
         "connectedToRelay": CONNECTED + ["ROSTER"],
@@ -619,8 +659,12 @@ STATES = {
         "record stream. 'connected' is a connection whose peer's HELLO did not have the relay "
         "capability bit; 'connectedToRelay' one whose peer's HELLO had it (ROSTER is legal "
         "only from a relay). In 'inviting', ACCEPT and DECLINE are legal only when they carry "
-        "the pending invitation's id; another id is unexpectedFrame. 'closing' is not listed: "
-        "in it every frame is read and discarded."
+        "the pending invitation's id; another id is unexpectedFrame. RESUME is legal in "
+        "'idleListener' only when the listener's own HELLO had the resume capability bit "
+        "(section 6.5); without it RESUME is unexpectedFrame there too. 'resuming' is the "
+        "connector after it sent RESUME: the listener's RESUME and DECLINE are legal only with "
+        "the pending sessionID. 'closing' is not listed: in it every frame is read and "
+        "discarded."
     ),
 }
 

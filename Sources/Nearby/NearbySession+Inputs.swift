@@ -187,6 +187,7 @@ extension NearbySession {
     if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }
     flush(&delivered)
     wakeIdleWaitersIfSettled()
+    if !windowWaiters.isEmpty { wakeWindowWaitersWithRoom() }
   }
 
   /// Publishes a run of received messages at once (one lock of the hub per batch).

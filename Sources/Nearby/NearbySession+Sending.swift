@@ -12,8 +12,11 @@ extension NearbySession {
   /// Sends a message: reliable and in order per peer.
   ///
   /// It returns once the message is queued for every recipient it can reach. When a
-  /// recipient's queue is full (it reads more slowly than we send), it **suspends** until
-  /// there is room, so a fast sender goes at the pace of its slowest peer. Each recipient
+  /// recipient's queue is full (it reads more slowly than we send), or the messages it has not
+  /// acknowledged fill its resend window (``SessionConfiguration/resendWindowBytes``), it
+  /// **suspends** until there is room, so a fast sender goes at the pace of its slowest peer.
+  /// A recipient whose session is reconnecting (`SessionEvent.reconnecting`) gets the message
+  /// when the session is back. Each recipient
   /// answers: `SessionEvent.delivered(messageID:to:)` once its application took the
   /// message, or an `undelivered` `SessionEvent.error(_:)`; ``delivery(of:)`` waits for
   /// all the answers. A named recipient that cannot be reached is reported undelivered
@@ -33,7 +36,7 @@ extension NearbySession {
       switch attemptSendOnLoop(body, to: recipients) {
       case .sent(let id): return id
       case .refused(let error): throw error
-      case .mustWait: break
+      case .mustWait, .mustWaitForWindows: break
       }
     }
     return try await sendWaitingForRoom(body, to: recipients)
@@ -98,6 +101,8 @@ extension NearbySession {
     case refused(SendError)
     /// A connection the message goes to is full: wait for room, then try again.
     case mustWait([ConnectionID])
+    /// The resend window of a recipient is full: wait until it acknowledges, then try again.
+    case mustWaitForWindows([PeerID])
   }
 
   /// ``attemptSend(_:to:)`` from the loop thread, without a hop (the loop is our executor).
@@ -113,6 +118,10 @@ extension NearbySession {
       case .mustWait(let full):
         let woken = await waitCancellably(
           cancelled: false, register: { sendWaiters.add($0, key: full, token: $1) }, cancel: { $0.sendWaiters.cancel(token: $1) })
+        if !woken { throw .cancelled }
+      case .mustWaitForWindows(let peers):
+        let woken = await waitCancellably(
+          cancelled: false, register: { windowWaiters.add($0, key: peers, token: $1) }, cancel: { $0.windowWaiters.cancel(token: $1) })
         if !woken { throw .cancelled }
       }
     }
@@ -137,6 +146,8 @@ extension NearbySession {
       if let connection = connections[id], connection.queuedBytes >= limit, connection.notifyWhenWritable() { full.append(id) }
     }
     if !full.isEmpty { return .mustWait(full) }
+    let windows = machine.fullWindows(routing)
+    if !windows.isEmpty { return .mustWaitForWindows(windows) }
     var actions: [SessionAction] = []
     do {
       let (id, _) = try machine.sendMessage(body, routing: routing, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
@@ -151,6 +162,12 @@ extension NearbySession {
   /// A connection has room again (or closed): its waiting senders try again.
   func connectionReady(_ id: ConnectionID) {
     for waiter in sendWaiters.removeAll(where: { $0.contains(id) }) { waiter.resume(returning: true) }
+  }
+
+  /// Senders waiting for a resend window try again once one of their peers has room (or is
+  /// gone: sending then says why).
+  func wakeWindowWaitersWithRoom() {
+    for waiter in windowWaiters.removeAll(where: { $0.contains { machine.windowHasRoom($0) } }) { waiter.resume(returning: true) }
   }
 
   /// A message of ours settled: wake whoever waits for it.

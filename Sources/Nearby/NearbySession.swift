@@ -59,6 +59,9 @@ public actor NearbySession {
   /// woken when one drains or closes, then they try again. Senders to other connections are
   /// not held up, so one slow peer never stalls messages to the others.
   var sendWaiters = Waiters<[ConnectionID], Bool>()
+  /// Senders waiting for room in the resend window of one of these peers (their messages
+  /// are kept until acknowledged, to resend them after a reconnection).
+  var windowWaiters = Waiters<[PeerID], Bool>()
   /// Callers of ``delivery(of:)`` waiting for a message to settle.
   var deliveryWaiters = Waiters<MessageID, DeliveryReport?>()
   /// Callers of ``waitForDeliveries()``.
@@ -89,6 +92,8 @@ public actor NearbySession {
     core.maximumPendingConnections = configuration.maximumPendingConnections
     core.maximumPendingInvitations = configuration.maximumPendingInvitations
     core.connectFound = configuration.connectFound
+    core.reconnectGrace = configuration.reconnectGrace
+    core.resendWindowBytes = configuration.resendWindowBytes
     core.endToEnd = SessionEndToEnd(identity: configuration.identity.keyPair)
     core.verifiedPeers = configuration.identity.verifiedPeerIDs
     machine = SessionStateMachine(configuration: core)
@@ -200,6 +205,7 @@ public actor NearbySession {
     browser?.finish()
     listener?.close()
     for waiter in sendWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
+    for waiter in windowWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
     var actions: [SessionAction] = []
     machine.shutdown(now: now, into: &actions)
     perform(actions)
@@ -214,6 +220,7 @@ public actor NearbySession {
     connections.removeAll()
     listener = nil
     for waiter in sendWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
+    for waiter in windowWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
     for waiter in deliveryWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: nil) }
     for waiter in idleWaiters.removeAll(where: { _ in true }) { waiter.resume() }
     // What was learnt about peers reaches the file before run() returns.
@@ -282,6 +289,9 @@ public actor NearbySession {
 
   /// Connected peers, by name.
   public var connectedPeers: [Peer] { machine.connectedPeers }
+  /// Peers whose session lost its connection and waits to resume (`SessionEvent.reconnecting`),
+  /// by name. Messages to them wait and go out when the session is back.
+  public var reconnectingPeers: [Peer] { machine.reconnectingPeers }
   /// Peers reached through a relay (not connected to us), by name, with the relay.
   public var relayedPeers: [(peer: Peer, via: Peer)] { machine.relayedPeers }
   /// Peers seen through DNS-SD, by name.

@@ -68,6 +68,16 @@ public struct SessionConfiguration: Sendable {
   public var isRelay = false
   /// Invite every peer found through DNS-SD (a relay's `--connect-found`), with backoff.
   public var connectFound = false
+  /// How long a session whose connection was lost without a goodbye waits to resume before
+  /// its peer is reported disconnected and the messages still waiting for it fail. Meanwhile
+  /// the side that opened the connection dials the peer again (`SessionEvent.reconnecting`),
+  /// and the session resumes without a new invitation (`SessionEvent.reconnected`): what
+  /// either side had not received is sent again, nothing twice. Zero: sessions end when
+  /// their connection does.
+  public var reconnectGrace: Duration = .seconds(30)
+  /// The most bytes of our messages kept for one peer until it acknowledges them (to resend
+  /// them after a reconnection); ``NearbySession/send(_:to:)`` waits beyond.
+  public var resendWindowBytes = 16 << 20
 
   /// - Parameters:
   ///   - identity: who we are (``PeerIdentity/init(directory:)`` or ``PeerIdentity/ephemeral()``).

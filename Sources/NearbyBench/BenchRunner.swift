@@ -4,7 +4,7 @@ import NearbyCore
 /// `nearby bench`: each figure of our stack next to a baseline measured in the same run.
 ///
 /// One benchmark per file, as extensions: `BenchRunner+Latency.swift`, `+Throughput`,
-/// `+Handshake`, `+FanOut`, `+Memory`, and `DiscoveryBenchmark.swift`.
+/// `+Handshake`, `+FanOut`, `+Memory`, `+Loss`, and `DiscoveryBenchmark.swift`.
 public struct BenchRunner: Sendable {
   public let quick: Bool
   public let only: Set<String>
@@ -43,6 +43,7 @@ public struct BenchRunner: Sendable {
     if wants("hostile") { results += try await hostile() }
     results += memoryResults
     if wants("discovery") { results += try await discovery() }
+    if wants("loss") { results += try await loss() }
     return results
   }
 

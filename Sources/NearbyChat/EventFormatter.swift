@@ -97,6 +97,11 @@ public struct EventFormatter: Sendable {
       return reason == .timeout
         ? "* \(Self.label(peer)) did not answer your invitation in time"
         : "* \(Self.label(peer)) declined your invitation (\(reason))"
+    case .reconnecting(let peer, let attempt):
+      return attempt == 0
+        ? "* lost the connection to \(Self.label(peer)): waiting for it to reconnect"
+        : "* reconnecting to \(Self.label(peer)) (attempt \(attempt))"
+    case .reconnected(let peer): return "* reconnected to \(Self.label(peer))"
     case .disconnected(let peer, let reason): return "* disconnected from \(Self.label(peer)): \(Self.sanitize(reason.description))"
     case .message(let message):
       let text = Self.sanitize(String(decoding: message.body, as: UTF8.self))
@@ -142,6 +147,9 @@ public struct EventFormatter: Sendable {
     case .connected(let peer, let security):
       return object("connected", [("peer", Self.peerJSON(peer)), ("verified", .bool(security.isVerified))])
     case .declined(let peer, let reason): return object("declined", [("peer", Self.peerJSON(peer)), ("reason", .string(reason.description))])
+    case .reconnecting(let peer, let attempt):
+      return object("reconnecting", [("peer", Self.peerJSON(peer)), ("attempt", .number(Int64(attempt)))])
+    case .reconnected(let peer): return object("reconnected", [("peer", Self.peerJSON(peer))])
     case .disconnected(let peer, let reason):
       return object("disconnected", [("peer", Self.peerJSON(peer)), ("reason", .string(reason.description))])
     case .message(let message):

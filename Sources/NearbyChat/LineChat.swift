@@ -177,6 +177,10 @@ public actor LineChat {
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .who:
       output.show(.who(await session.connectedPeers, verified: Set(session.knownPeers.filter(\.isVerified).map(\.id))))
+      let reconnecting = await session.reconnectingPeers
+      if !reconnecting.isEmpty {
+        output.show(.notice("reconnecting (messages wait for them): " + reconnecting.map(EventFormatter.label).joined(separator: ", ")))
+      }
       let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .invitations: output.show(.invitations(await session.pendingInvitations))
@@ -192,7 +196,7 @@ public actor LineChat {
     case .answerOnly(let accept):
       await answerOnlyInvitation(accept: accept)
     case .leave(let target):
-      guard let peer = await resolve(target, among: await session.connectedPeers, what: "connected peer") else { break }
+      guard let peer = await resolve(target, among: await session.connectedPeers + session.reconnectingPeers, what: "connected peer") else { break }
       await session.leave(peer.id)
     case .verify(let target):
       guard let peer = await resolve(target, among: await session.connectedPeers, what: "connected peer") else { break }
@@ -233,7 +237,7 @@ public actor LineChat {
   }
 
   private func candidates(connectedFirst: Bool) async -> [Peer] {
-    let connected = await session.connectedPeers
+    let connected = await session.connectedPeers + session.reconnectingPeers
     let found = await session.discoveredPeers.map(\.peer)
     let relayed = await session.relayedPeers.map(\.peer)
     return connectedFirst ? connected + relayed + found : found + connected + relayed

@@ -28,6 +28,13 @@ public enum NearbyCommands {
       return value
     }
 
+    public static let reconnectGrace = seconds(
+      OptionSpec(
+        "reconnect-grace", .value(name: "SECONDS"),
+        help: "How long a session whose connection was lost tries to resume before the peer counts as gone (0: never resume).",
+        default: "30", environment: "NEARBY_RECONNECT_GRACE"),
+      in: 0...86_400, hint: "give a number of seconds from 0 to 86400 (0: sessions do not resume)")
+
     static func connect(help: String) -> Option<Endpoint> {
       Option(OptionSpec("connect", .repeating(name: "HOST:PORT"), help: help)) { text throws(OptionValueError) in
         guard let endpoint = EndpointText.parse(text) else {
@@ -119,8 +126,9 @@ public enum NearbyCommands {
         pending messages are delivered or failed.
         """,
       options: [
-        name.spec, Common.service.spec, accept.spec, allow.spec, info.spec, connect.spec, inviteTimeout.spec, Common.port.spec,
-        Common.json.spec, plain.spec, noColor.spec, noBell.spec, noHistory.spec, scrollback.spec, script.spec, Common.stateDirectory.spec,
+        name.spec, Common.service.spec, accept.spec, allow.spec, info.spec, connect.spec, inviteTimeout.spec, Common.reconnectGrace.spec,
+        Common.port.spec, Common.json.spec, plain.spec, noColor.spec, noBell.spec, noHistory.spec, scrollback.spec, script.spec,
+        Common.stateDirectory.spec,
       ],
       examples: [
         "nearby chat --name alice",
@@ -168,8 +176,8 @@ public enum NearbyCommands {
     public static let spec = CommandSpec(
       name: "relay", abstract: "Forward messages between peers and between LAN segments (a service, no terminal).",
       options: [
-        name.spec, Common.service.spec, accept.spec, allow.spec, maximumPeers.spec, connectFound.spec, connect.spec, Common.port.spec,
-        logLevel.spec, statsInterval.spec, Common.stateDirectory.spec,
+        name.spec, Common.service.spec, accept.spec, allow.spec, maximumPeers.spec, connectFound.spec, connect.spec,
+        Common.reconnectGrace.spec, Common.port.spec, logLevel.spec, statsInterval.spec, Common.stateDirectory.spec,
       ],
       examples: ["nearby relay --name hall-relay", "nearby relay --allow /etc/nearby/allow --max-peers 200 --connect-found"])
   }
@@ -197,10 +205,10 @@ public enum NearbyCommands {
     public static let only = Option<String>(
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "hostile", "probe"]))
+        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "hostile", "loss", "probe"]))
 
     public static let spec = CommandSpec(
-      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out, memory and hostile peers against baselines.",
+      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out, memory, hostile peers and loss against baselines.",
       options: [quick.spec, Common.json.spec, only.spec],
       examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency", "nearby bench --only hostile"])
   }

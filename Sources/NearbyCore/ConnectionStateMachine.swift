@@ -18,6 +18,9 @@ package struct ConnectionStateMachine: Sendable {
     case inviting(invitationID: UInt64)
     /// Listener: INVITE received, our answer is pending.
     case invited(invitationID: UInt64)
+    /// Connector: RESUME sent for the session begun by this invitation id, waiting for the
+    /// listener's RESUME (PROTOCOL.md 6.5).
+    case resuming(session: UInt64)
     case connected
     /// GOODBYE or ERROR sent (or DECLINE sent): waiting for the peer to close.
     case closing
@@ -32,12 +35,15 @@ package struct ConnectionStateMachine: Sendable {
   package private(set) var remoteHello: Frame.Hello?
   /// The negotiated protocol version once HELLO was received.
   package private(set) var version: UInt8?
+  /// Once `connected`: the invitation id of the INVITE that began the session this
+  /// connection carries (a resumed session keeps its first one).
+  package internal(set) var sessionID: UInt64?
 
   private var openedAt: Duration
   private var stateSince: Duration
   private var lastReceived: Duration
-  private var lastSent: Duration
-  private var invitationDeadline: Duration?
+  var lastSent: Duration
+  var invitationDeadline: Duration?
   /// The shell stopped reading (its application is behind): silence is ours, not the peer's.
   private var readingPaused = false
   private var nextPingNonce: UInt64 = 1
@@ -129,9 +135,10 @@ package struct ConnectionStateMachine: Sendable {
       guard case .inviting(let pending) = state, pending == id else { return unexpected(frame) }
       invitationDeadline = nil
       enter(.connected, now: now)
+      sessionID = id
       return ConnectionTransition(event: .accepted)
     case .decline(let id, let reason):
-      guard case .inviting(let pending) = state, pending == id else { return unexpected(frame) }
+      guard pendingAnswer == id else { return unexpected(frame) }
       invitationDeadline = nil
       return closeWithGoodbye(.invitationDeclined, event: .declined(reason), now: now)
     case .message(let message):
@@ -152,6 +159,8 @@ package struct ConnectionStateMachine: Sendable {
     case .verify:
       guard state == .connected else { return unexpected(frame) }
       return ConnectionTransition(event: .verificationRequested)
+    case .resume(let resume):
+      return receiveResume(resume, now: now) ?? unexpected(frame)
     }
   }
 
@@ -213,6 +222,7 @@ package struct ConnectionStateMachine: Sendable {
     guard case .invited(let id) = state else { return ConnectionTransition() }
     invitationDeadline = nil
     enter(.connected, now: now)
+    sessionID = id
     lastSent = now
     return ConnectionTransition(send: .accept(invitationID: id), event: .accepted)
   }
@@ -293,7 +303,7 @@ package struct ConnectionStateMachine: Sendable {
     if let deadline = invitationDeadline, now >= deadline {
       invitationDeadline = nil
       switch state {
-      case .inviting:
+      case .inviting, .resuming:
         return closeWithGoodbye(.invitationTimeout, event: .declined(.timeout), now: now)
       case .invited(let id):
         enter(.closing, now: now)
@@ -320,7 +330,7 @@ package struct ConnectionStateMachine: Sendable {
 
   // MARK: Helpers
 
-  private mutating func enter(_ newState: State, now: Duration) {
+  mutating func enter(_ newState: State, now: Duration) {
     state = newState
     stateSince = now
   }
@@ -340,7 +350,7 @@ package struct ConnectionStateMachine: Sendable {
       close: .shutdownAndLinger)
   }
 
-  private mutating func closeWithGoodbye(_ reason: GoodbyeReason, event: ConnectionEvent, now: Duration) -> ConnectionTransition {
+  mutating func closeWithGoodbye(_ reason: GoodbyeReason, event: ConnectionEvent, now: Duration) -> ConnectionTransition {
     enter(.closing, now: now)
     lastSent = now
     return ConnectionTransition(send: .goodbye(reason), event: event, close: .shutdownAndLinger)
@@ -360,6 +370,7 @@ package struct ConnectionStateMachine: Sendable {
     case .idle: isConnector ? "idle (connector)" : "idle (listener)"
     case .inviting: "inviting"
     case .invited: "invited"
+    case .resuming: "resuming"
     case .connected: "connected"
     case .closing: "closing"
     case .closed: "closed"
@@ -409,6 +420,10 @@ package enum ConnectionEvent: Hashable, Sendable {
   case roundTrip(Duration)
   /// The peer's person asks to compare the verification code.
   case verificationRequested
+  /// Listener: the peer asks to resume a session on this connection (answer at once).
+  case resumeRequested(Frame.Resume)
+  /// Connector: the listener resumed the session; the connection is now `connected`.
+  case resumed(Frame.Resume)
   /// The connection is over.
   case closed(DisconnectReason)
 }
@@ -434,6 +449,9 @@ public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
   /// Authentication or encryption failed: the handshake (a wrong key, a bad signature, a
   /// version 1 peer, ...) or the records (altered, replayed or cut). The text names the cause.
   case securityFailure(String)
+  /// The session's connection was lost and it did not resume (PROTOCOL.md 6.5): the peer
+  /// stayed away for longer than the grace period, or it no longer knew the session.
+  case notResumed(String)
 
   public var description: String {
     switch self {
@@ -446,7 +464,7 @@ public enum DisconnectReason: Hashable, Sendable, CustomStringConvertible {
     case .remoteError(let code, let message): return "sent error \(code): \(message)"
     case .protocolViolation(let detail): return "protocol error: \(detail)"
     case .handshakeTimeout: return "the handshake did not complete in time"
-    case .securityFailure(let detail): return detail
+    case .securityFailure(let detail), .notResumed(let detail): return detail
     case .timedOut(let silence): return "timed out (silent for \(silence.formattedSeconds))"
     case .connectionLost(let detail): return "connection lost: \(detail)"
     case .local(let reason):

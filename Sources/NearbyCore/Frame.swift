@@ -14,6 +14,8 @@ package enum Frame: Hashable, Sendable {
   case undeliverable(Undeliverable)
   /// VERIFY: the sender's person asks ours to compare the connection's verification code.
   case verify
+  /// RESUME: continues a session whose connection was lost, without a new invitation.
+  case resume(Resume)
 
   /// The frame's type byte.
   package var type: FrameType {
@@ -31,6 +33,7 @@ package enum Frame: Hashable, Sendable {
     case .roster: .roster
     case .undeliverable: .undeliverable
     case .verify: .verify
+    case .resume: .resume
     }
   }
 }

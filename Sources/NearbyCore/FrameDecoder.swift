@@ -225,6 +225,8 @@ extension FrameDecoder {
         Frame.Undeliverable(origin: origin, messageID: id, recipient: recipient, reason: UndeliverableReason(rawValue: try reader.u8("reason"))))
     case .verify:
       frame = .verify
+    case .resume:
+      frame = .resume(try decodeResume(&reader))
     }
     try reader.expectEnd()
     return frame

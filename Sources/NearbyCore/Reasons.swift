@@ -7,6 +7,8 @@ package struct Capabilities: OptionSet, Hashable, Sendable {
   package static let encryption = Capabilities(rawValue: 1 << 0)
   /// The sender is a relay: it forwards messages and sends ROSTER.
   package static let relay = Capabilities(rawValue: 1 << 1)
+  /// The sender resumes sessions after a lost connection (RESUME, PROTOCOL.md 6.5).
+  package static let resume = Capabilities(rawValue: 1 << 2)
 }
 
 /// Why an invitation was declined (DECLINE reason). Unknown numbers are kept.
@@ -19,6 +21,8 @@ public struct DeclineReason: RawRepresentable, Hashable, Sendable, CustomStringC
   public static let busy = DeclineReason(rawValue: 3)
   public static let notAllowed = DeclineReason(rawValue: 4)
   public static let shuttingDown = DeclineReason(rawValue: 5)
+  /// The answer to RESUME: the peer does not know that session (it restarted, or gave up).
+  public static let unknownSession = DeclineReason(rawValue: 6)
 
   public var description: String {
     switch rawValue {
@@ -27,6 +31,7 @@ public struct DeclineReason: RawRepresentable, Hashable, Sendable, CustomStringC
     case 3: "busy"
     case 4: "notAllowed"
     case 5: "shuttingDown"
+    case 6: "unknownSession"
     default: "declined (reason \(rawValue))"
     }
   }

@@ -20,7 +20,7 @@ extension SessionStateMachine {
 
   /// A peer was found: a relay with `connectFound` (or a lost relay's peer) invites it soon.
   mutating func autoConnectOnDiscovery(_ id: PeerID) {
-    guard !isShuttingDown, peers[id]?.session == nil else { return }
+    guard !isShuttingDown, peers[id]?.session == nil, !isSuspended(id) else { return }
     let lostRelay = resumable.contains(id) && peers[id]?.discovered?.advertisement.isRelay == true
     guard configuration.connectFound || lostRelay else { return }
     if autoConnect[id] == nil { autoConnect[id] = AutoConnect(nextAttempt: .zero) }
@@ -50,7 +50,7 @@ extension SessionStateMachine {
         autoConnect[id] = nil
         continue
       }
-      if record.outbound != nil || record.discovered?.endpoints.isEmpty != false {
+      if record.outbound != nil || isSuspended(id) || record.discovered?.endpoints.isEmpty != false {
         // Busy, or not on the network now: look again in a second.
         entry.nextAttempt = now + .seconds(1)
         autoConnect[id] = entry

@@ -12,6 +12,7 @@ extension SessionStateMachine {
       sessionEstablished(on: id, now: now, into: &actions)
     case .declined(let reason):
       guard let record = connections[id], let peerID = record.peerID else { return }
+      if resumeDeclined(id, peerID: peerID, reason: reason, now: now, into: &actions) { return }
       if peers[peerID]?.outbound == id { peers[peerID]?.outbound = nil }
       if let peer = peers[peerID]?.peer { actions.append(.emit(.declined(peer, reason))) }
       autoConnectDeclined(peerID, reason: reason)
@@ -39,6 +40,10 @@ extension SessionStateMachine {
         let code = connections[id]?.authenticated?.verificationCode
       else { return }
       actions.append(.emit(.verification(peer, code: code, askedByPeer: true)))
+    case .resumeRequested(let resume):
+      resumeRequested(resume, on: id, now: now, into: &actions)
+    case .resumed(let resume):
+      resumeAnswered(resume, on: id, now: now, into: &actions)
     case .closed(let reason):
       guard var record = connections[id] else { return }
       connectionEnded(&record, id: id, reason: reason, now: now, into: &actions)
@@ -85,7 +90,10 @@ extension SessionStateMachine {
           connections[inbound]?.held = true
         }
       }
-      guard let invite = record.invite else { return }
+      guard let invite = record.invite else {
+        resumeOnHello(id, now: now, into: &actions)
+        return
+      }
       let transition = connections[id]!.machine!.invite(invite, now: now)
       perform(transition, on: id, now: now, into: &actions)
     }
@@ -94,6 +102,9 @@ extension SessionStateMachine {
   private mutating func invited(_ invite: Frame.Invite, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     guard let peerID = connections[id]?.peerID, let peer = peers[peerID]?.peer else { return }
     let localID = localPeer.id
+    // The peer invites us while we wait to resume our session with it: it has lost that
+    // session (it restarted, or stopped waiting), so the session ends here too.
+    endSuspendedSessionOnInvitation(peerID, now: now, into: &actions)
 
     // 6.2: a peer we think is connected invites us again: its old session is gone.
     if let old = peers[peerID]?.session, old != id {
@@ -218,6 +229,7 @@ extension SessionStateMachine {
     record.announcedReachable = false
     peers[peerID] = record
     autoConnect[peerID] = nil
+    sessionBegan(peerID, on: id, now: now, into: &actions)
     let code = connections[id]?.authenticated?.verificationCode ?? ""
     let security = PeerSecurity(verificationCode: code, isVerified: configuration.verifiedPeers.contains(peerID))
     actions.append(.emit(.connected(record.peer, security)))
@@ -243,6 +255,7 @@ extension SessionStateMachine {
     _ record: inout ConnectionRecord, id: ConnectionID, reason: DisconnectReason, now: Duration, into actions: inout [SessionAction]
   ) {
     guard let peerID = record.peerID else { return }
+    reconnectAttemptEnded(id, peerID: peerID, now: now)
     let peer = peers[peerID]?.peer
     if record.awaitingAnswer {
       record.awaitingAnswer = false
@@ -250,6 +263,11 @@ extension SessionStateMachine {
     }
     if peers[peerID]?.session == id {
       peers[peerID]?.session = nil
+      if suspendSession(peerID, &record, connection: id, reason: reason, now: now, into: &actions) {
+        record.held = false
+        return
+      }
+      sessionEnded(peerID)
       if let peer { actions.append(.emit(.disconnected(peer, reason))) }
       relaySessionEnded(id, peerID: peerID, into: &actions)
       autoConnectAfterSession(peerID, reason: reason, now: now)
@@ -274,7 +292,9 @@ extension SessionStateMachine {
 
   /// Drops the record of a peer that is neither discovered nor connected.
   mutating func forgetIfIdle(_ peerID: PeerID, except: ConnectionID? = nil) {
-    guard let record = peers[peerID], record.discovered == nil, record.session == nil, record.outbound == nil, record.routes.isEmpty else { return }
+    guard let record = peers[peerID], record.discovered == nil, record.session == nil, record.outbound == nil, record.routes.isEmpty,
+      reconnection.sessions[peerID] == nil
+    else { return }
     if connections.contains(where: { $0.key != except && $0.value.peerID == peerID }) { return }
     peers[peerID] = nil
   }

@@ -34,6 +34,10 @@ extension SessionStateMachine {
   package mutating func leave(_ peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
     autoConnect[peerID] = nil
     resumable.remove(peerID)
+    if isSuspended(peerID) {
+      endSuspendedSession(peerID, reason: .local(.leaving), now: now, into: &actions)
+      return
+    }
     guard let record = peers[peerID], let id = record.session ?? record.outbound else {
       actions.append(.emit(.error(.rejected("not connected to \(peers[peerID]?.peer.description ?? peerID.hex)"))))
       return
@@ -53,6 +57,9 @@ extension SessionStateMachine {
   /// invitations and connections are refused from now on.
   package mutating func shutdown(now: Duration, into actions: inout [SessionAction]) {
     isShuttingDown = true
+    for peerID in reconnection.sessions.keys.sorted() where isSuspended(peerID) {
+      endSuspendedSession(peerID, reason: .local(.shuttingDown), now: now, into: &actions)
+    }
     for id in connections.keys.sorted() {
       guard let machine = connections[id]?.machine else {
         connections[id] = nil
@@ -89,6 +96,9 @@ extension SessionStateMachine {
     var addressed: [PeerID] = []
     /// The targets whose peer answers itself (a direct session with a peer that is not a relay).
     var answering: [ConnectionID] = []
+    /// Peers whose session waits to resume (PROTOCOL.md 6.5): the message waits in their
+    /// resend window and goes out when the session is back.
+    package var suspended: [PeerID] = []
   }
 
   /// Where a message to `recipients` would go now. - Throws: when nobody can be reached.
@@ -101,14 +111,17 @@ extension SessionStateMachine {
       for (peerID, record) in peers where peerID != localPeer.id && !record.isRelay {
         if let id = record.session {
           routing.direct.append(id)
+        } else if isSuspended(peerID) {
+          routing.suspended.append(peerID)
         } else if let route = record.bestRoute, record.publicKey != nil {
           routing.relayed[peerID] = route
         }
       }
       routing.direct.sort()
+      routing.suspended.sort()
       routing.targets = routing.direct
       for route in Set(routing.relayed.values).sorted() where !routing.targets.contains(route) { routing.targets.append(route) }
-      if routing.targets.isEmpty { throw .notConnected([]) }
+      if routing.targets.isEmpty && routing.suspended.isEmpty { throw .notConnected([]) }
     case .peers(let ids):
       var unique: [PeerID] = []
       for id in ids where !unique.contains(id) { unique.append(id) }
@@ -121,6 +134,8 @@ extension SessionStateMachine {
         if let id = peers[peerID]?.session {
           if !routing.direct.contains(id) { routing.direct.append(id) }
           if !routing.targets.contains(id) { routing.targets.append(id) }
+        } else if isSuspended(peerID), peers[peerID]?.isRelay != true {
+          routing.suspended.append(peerID)
         } else if let route = peers[peerID]?.bestRoute, peers[peerID]?.publicKey != nil {
           routing.relayed[peerID] = route
           if !routing.targets.contains(route) { routing.targets.append(route) }
@@ -128,7 +143,7 @@ extension SessionStateMachine {
           routing.unreachable.append(peerID)
         }
       }
-      if routing.targets.isEmpty { throw .notConnected(routing.unreachable) }
+      if routing.targets.isEmpty && routing.suspended.isEmpty { throw .notConnected(routing.unreachable) }
     }
     for id in routing.direct {
       // A direct session expects an acknowledgement from its peer (relays do not consume).
@@ -137,6 +152,7 @@ extension SessionStateMachine {
       routing.expected.append(peerID)
       routing.answering.append(id)
     }
+    routing.expected += routing.suspended
     routing.expected += routing.relayed.keys.sorted()
     return routing
   }
@@ -174,7 +190,8 @@ extension SessionStateMachine {
     nextMessageID &+= 1
     let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: routing.addressed, body: body)
     for id in routing.targets { updateConnection(id) { $0.machine?.noteSent(now: now) } }
-    for id in routing.answering { updateConnection(id) { $0.unacked.append(messageID) } }
+    for id in routing.answering { updateConnection(id) { $0.unacked.append(message) } }
+    for peerID in routing.suspended { reconnection.sessions[peerID]?.suspension?.window.append(message) }
     var failures = routing.unreachable.map { DeliveryFailure(peerID: $0, peer: peers[$0]?.peer, reason: .notConnected) }
     // Through each relay: one envelope for the recipients behind it, which only they can
     // open and nobody but us can have written.
@@ -280,6 +297,8 @@ extension SessionStateMachine {
       perform(transition, on: id, now: now, into: &actions)
       return
     }
+    // A copy of a message received before its session's connection was lost is dropped.
+    guard admitDirect(message, on: id, into: &actions) else { return }
     // (A relay keeps direct messages out of its memory of forwarded ones: the same id may
     // come sealed next, for the peers behind it.)
     if deduplicates, !isRelay, !seen.insert(sender: message.sender, id: message.id) {
@@ -386,19 +405,22 @@ extension SessionStateMachine {
       }
     }
     for group in groups {
-      guard updateConnection(group.connection, { $0.machine?.state == .connected }) == true else { continue }
+      // A resumed session acknowledges on its current connection (none while it waits).
+      guard let route = acknowledgementRoute(group.connection, origin: group.origin, last: group.ids[group.ids.count - 1]),
+        updateConnection(route, { $0.machine?.state == .connected }) == true
+      else { continue }
       // A receipt that a relay carries back is signed, so that the origin can trust it.
-      let relayed = connection(group.connection, { $0.peerID }) ?? nil != group.origin
+      let relayed = connection(route, { $0.peerID }) ?? nil != group.origin
       var start = 0
       while start < group.ids.count {
         let end = min(start + ProtocolLimits.maximumDeliveredIDs, group.ids.count)
         let ids = Array(group.ids[start..<end])
         let signature = relayed ? configuration.endToEnd.signReceipt(origin: group.origin, ids: ids) : nil
         let frame = Frame.Delivered(origin: group.origin, recipient: localPeer.id, ids: ids, signature: signature)
-        actions.append(.send(group.connection, .delivered(frame)))
+        actions.append(.send(route, .delivered(frame)))
         start = end
       }
-      updateConnection(group.connection) { $0.machine?.noteSent(now: now) }
+      updateConnection(route) { $0.machine?.noteSent(now: now) }
     }
   }
 

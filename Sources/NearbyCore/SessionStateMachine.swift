@@ -28,6 +28,11 @@ package struct SessionStateMachine: Sendable {
     package var endToEnd: any EndToEndCrypto = NoEndToEndCrypto()
     /// Peers whose code the person compared (``AcceptPolicy/known`` accepts them).
     package var verifiedPeers: Set<PeerID> = []
+    /// How long a session whose connection was lost waits to resume (PROTOCOL.md 6.5)
+    /// before its peer is reported disconnected. Zero: sessions do not resume.
+    package var reconnectGrace: Duration = .seconds(30)
+    /// The most bytes of our messages one session keeps for resending; senders wait beyond.
+    package var resendWindowBytes = 16 << 20
 
     package init(local: Peer) { self.local = local }
 
@@ -49,7 +54,9 @@ package struct SessionStateMachine: Sendable {
     /// Inbound: the invitation waits for the person's answer.
     var awaitingAnswer = false
     /// Messages sent on this connection and not yet acknowledged.
-    var unacked = RingBuffer<UInt64>()
+    var unacked = ResendWindow()
+    /// Outbound: where we dialled.
+    var endpoints: [Endpoint] = []
     /// The peer on this connection is a relay.
     var toRelay = false
     /// What the handshake proved about the peer.
@@ -104,6 +111,8 @@ package struct SessionStateMachine: Sendable {
   var autoConnect: [PeerID: AutoConnect] = [:]
   /// Peers whose session was lost without a goodbye: their invitations are accepted.
   var resumable: Set<PeerID> = []
+  /// Sessions that outlive their connections (PROTOCOL.md 6.5).
+  var reconnection = Reconnection()
 
   /// - Parameters:
   ///   - configuration: who we are and how we answer.
@@ -208,7 +217,7 @@ package struct SessionStateMachine: Sendable {
     guard var record = peers[id], record.discovered != nil else { return }
     record.discovered = nil
     actions.append(.emit(.lost(record.peer)))
-    if record.session == nil && record.outbound == nil && !hasConnections(to: id) {
+    if record.session == nil && record.outbound == nil && !hasConnections(to: id) && reconnection.sessions[id] == nil {
       peers[id] = nil
     } else {
       peers[id] = record
@@ -234,6 +243,10 @@ package struct SessionStateMachine: Sendable {
       actions.append(.emit(.error(.rejected("already connected to \(record.peer)"))))
       return
     }
+    if let reconnecting = reconnectingRejection(id) {
+      actions.append(.emit(.error(.rejected(reconnecting))))
+      return
+    }
     if record.outbound != nil {
       actions.append(.emit(.error(.rejected("already inviting \(record.peer)"))))
       return
@@ -257,7 +270,7 @@ package struct SessionStateMachine: Sendable {
     }
     guard let invite = makeInvite(context: context, timeout: timeout, into: &actions) else { return }
     let connection = newConnectionID()
-    connections[connection] = ConnectionRecord(direction: .outbound, peerID: id, invite: invite)
+    connections[connection] = ConnectionRecord(direction: .outbound, peerID: id, invite: invite, endpoints: endpoints)
     peers[id]?.outbound = connection
     actions.append(.connect(connection, endpoints))
     actions.append(.emit(.connecting(record.peer)))
@@ -268,7 +281,7 @@ package struct SessionStateMachine: Sendable {
     guard !isShuttingDown, !endpoints.isEmpty else { return }
     guard let invite = makeInvite(context: context, timeout: timeout, into: &actions) else { return }
     let connection = newConnectionID()
-    connections[connection] = ConnectionRecord(direction: .outbound, peerID: nil, invite: invite)
+    connections[connection] = ConnectionRecord(direction: .outbound, peerID: nil, invite: invite, endpoints: endpoints)
     actions.append(.connect(connection, endpoints))
   }
 
@@ -312,6 +325,7 @@ package struct SessionStateMachine: Sendable {
   /// No endpoint answered.
   package mutating func connectFailed(_ id: ConnectionID, detail: String, now: Duration, into actions: inout [SessionAction]) {
     guard let record = connections.removeValue(forKey: id) else { return }
+    if reconnectAttemptEnded(id, peerID: record.peerID, now: now) { return }
     let peer = record.peerID.flatMap { peers[$0]?.peer }
     if let peerID = record.peerID, peers[peerID]?.outbound == id {
       peers[peerID]?.outbound = nil
@@ -343,7 +357,8 @@ package struct SessionStateMachine: Sendable {
 
   var localHello: Frame.Hello {
     let version = UInt8(ProtocolLimits.version)
-    return Frame.Hello(minVersion: version, maxVersion: version, capabilities: configuration.capabilities, peer: localPeer)
+    let capabilities = configuration.capabilities.union(offersResumption ? .resume : [])
+    return Frame.Hello(minVersion: version, maxVersion: version, capabilities: capabilities, peer: localPeer)
   }
 
   /// What our handshakes carry (encrypted) as their payload: our HELLO frame.
@@ -392,7 +407,7 @@ package struct SessionStateMachine: Sendable {
   /// The earliest deadline of any connection or automatic invitation.
   package var nextDeadline: Duration? {
     let connection = connections.values.compactMap { $0.machine?.nextDeadline }.min()
-    let automatic = autoConnect.values.map(\.nextAttempt).min()
+    let automatic = [autoConnect.values.map(\.nextAttempt).min(), reconnectionDeadline].compactMap { $0 }.min()
     switch (connection, automatic) {
     case (let a?, let b?): return min(a, b)
     case (let a?, nil): return a
@@ -409,6 +424,7 @@ package struct SessionStateMachine: Sendable {
       perform(transition, on: id, now: now, into: &actions)
     }
     runAutoConnect(now: now, into: &actions)
+    runReconnection(now: now, into: &actions)
   }
 
   // MARK: Performing transitions

@@ -193,6 +193,14 @@ public enum SessionEvent: Hashable, Sendable {
   case connected(Peer, PeerSecurity)
   /// Our invitation was declined (`timeout` when nobody answered).
   case declined(Peer, DeclineReason)
+  /// The session's connection was lost without a goodbye and the session waits to resume
+  /// (PROTOCOL.md 6.5): `attempt` counts our attempts to reach the peer again (1, 2, ...),
+  /// or is 0 when the peer is the one that reconnects and we wait for it. Messages sent
+  /// meanwhile wait; the peer is reported disconnected only when the grace period ends.
+  case reconnecting(Peer, attempt: Int)
+  /// The session resumed on a new connection, without a new invitation: what either side had
+  /// not received is sent again, and nothing is delivered twice.
+  case reconnected(Peer)
   case disconnected(Peer, DisconnectReason)
   case message(ReceivedMessage)
   /// A peer's application took a message of ours (see ``DeliveryReport`` for all of them).

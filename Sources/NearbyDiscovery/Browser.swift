@@ -161,8 +161,8 @@ package final class Browser: @unchecked Sendable {
   }
 }
 
-/// Resolves one instance and keeps its addresses current. Loop thread only.
-private final class InstanceResolver {
+/// Resolves one instance and keeps its addresses current. Loop thread only (hence unchecked).
+private final class InstanceResolver: @unchecked Sendable {
   let key: PeerDirectory.InstanceKey
   let serviceType: ServiceType
   let loop: EventLoop
@@ -173,6 +173,10 @@ private final class InstanceResolver {
   private var port: UInt16 = 0
   private var advertisement: Result<PeerAdvertisement, AdvertisementError>?
   private var addresses: [String] = []
+  private var retryTimer: UInt64?
+  private var cancelled = false
+  /// How long after a failed resolution it is tried again.
+  static let retryInterval: Duration = .seconds(1)
 
   init(key: PeerDirectory.InstanceKey, serviceType: ServiceType, loop: EventLoop, browser: Browser) {
     self.key = key
@@ -206,14 +210,34 @@ private final class InstanceResolver {
   }
 
   func cancel() {
+    cancelled = true
+    if let retryTimer { loop.cancelTimer(retryTimer) }
+    retryTimer = nil
     resolve?.cancel()
     resolve = nil
     for query in queries { query.cancel() }
     queries = []
   }
 
+  private func resolveAgainLater() {
+    resolve?.cancel()
+    resolve = nil
+    guard !cancelled, retryTimer == nil else { return }
+    retryTimer = loop.schedule(after: Self.retryInterval) { [self] in
+      retryTimer = nil
+      if !cancelled { start() }
+    }
+  }
+
   private func resolveCallback(error: DNSServiceErrorType, host: String?, port: UInt16, txt: [UInt8]) {
-    guard error == Int32(kDNSServiceErr_NoError), let host else {
+    guard error == Int32(kDNSServiceErr_NoError) else {
+      // The resolution failed, not the record (the instance is not "not a Nearby peer"):
+      // it timed out on a busy network, or the daemon went away (then the browse fails
+      // too, and browsing starts again). What was resolved before stays; try again soon.
+      resolveAgainLater()
+      return
+    }
+    guard let host else {
       browser.resolved(key, .failure(.malformedRecord))
       return
     }

@@ -111,10 +111,46 @@ final class NSLockLike: @unchecked Sendable {
   }
 }
 
-/// Avahi's compatibility layer prints a warning on the first call unless this is set.
+/// Prepares the process for Avahi's compatibility layer; must run before its first call.
+///
+/// - It prints a warning on the first call unless `AVAHI_COMPAT_NOWARN` is set.
+/// - Its `DNSServiceRef`s are allocated with `malloc` and their callback pointers are never
+///   initialized (avahi 0.8, `sdref_new` in `compat.c`): when the daemon goes away, every
+///   ref's client-failure handler calls the first of those pointers that is not NULL — for
+///   a resolve or query ref, a pointer to whatever the memory held before. That crashed the
+///   process when its avahi-daemon restarted while it was resolving a peer. Avahi lets a
+///   program choose its allocator (`avahi_set_allocator`, looked up at run time so that
+///   macOS's own DNS-SD is unaffected): with zero-filled allocations the unset pointers are
+///   NULL and the right callback gets the error.
 let silenceAvahiCompatibilityWarning: Void = {
   setenv("AVAHI_COMPAT_NOWARN", "1", 1)
+  AvahiAllocations.zeroFill()
 }()
+
+enum AvahiAllocations {
+  /// Calls `avahi_set_allocator` with a zero-filling `malloc`, if the process has Avahi.
+  /// Once (from ``silenceAvahiCompatibilityWarning``): Avahi keeps the table, so it is never freed.
+  static func zeroFill() {
+    guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "avahi_set_allocator") else { return }
+    // `AvahiAllocator` of avahi-common/malloc.h: malloc, free, realloc, calloc.
+    let malloc: @convention(c) (Int) -> UnsafeMutableRawPointer? = zeroFilledMalloc
+    let free: @convention(c) (UnsafeMutableRawPointer?) -> Void = plainFree
+    let realloc: @convention(c) (UnsafeMutableRawPointer?, Int) -> UnsafeMutableRawPointer? = plainRealloc
+    let calloc: @convention(c) (Int, Int) -> UnsafeMutableRawPointer? = plainCalloc
+    let table = UnsafeMutablePointer<UnsafeRawPointer?>.allocate(capacity: 4)
+    table[0] = unsafeBitCast(malloc, to: UnsafeRawPointer.self)
+    table[1] = unsafeBitCast(free, to: UnsafeRawPointer.self)
+    table[2] = unsafeBitCast(realloc, to: UnsafeRawPointer.self)
+    table[3] = unsafeBitCast(calloc, to: UnsafeRawPointer.self)
+    typealias SetAllocator = @convention(c) (UnsafeRawPointer?) -> Void
+    unsafeBitCast(symbol, to: SetAllocator.self)(UnsafeRawPointer(table))
+  }
+}
+
+private func zeroFilledMalloc(_ size: Int) -> UnsafeMutableRawPointer? { calloc(1, max(size, 1)) }
+private func plainFree(_ pointer: UnsafeMutableRawPointer?) { free(pointer) }
+private func plainRealloc(_ pointer: UnsafeMutableRawPointer?, _ size: Int) -> UnsafeMutableRawPointer? { realloc(pointer, size) }
+private func plainCalloc(_ count: Int, _ size: Int) -> UnsafeMutableRawPointer? { calloc(count, size) }
 
 #if canImport(Glibc)
   import Glibc

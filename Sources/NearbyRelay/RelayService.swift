@@ -154,6 +154,8 @@ public actor RelayService {
     case .connecting(let peer): write(.debug, "connecting", fields(peer))
     case .connected(let peer, _): write(.info, "connected", fields(peer))
     case .declined(let peer, let reason): write(.info, "declined", fields(peer, ["reason": "\(reason)"]))
+    case .reconnecting(let peer, let attempt): write(.info, "reconnecting", fields(peer, ["attempt": "\(attempt)"]))
+    case .reconnected(let peer): write(.info, "reconnected", fields(peer))
     case .disconnected(let peer, let reason): write(.info, "disconnected", fields(peer, ["reason": "\(reason)"]))
     case .message(let message): write(.debug, "message", fields(message.from, ["bytes": "\(message.body.count)"]))
     case .delivered(let id, let peer): write(.debug, "delivered", fields(peer, ["message": "\(id)"]))

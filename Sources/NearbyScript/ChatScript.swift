@@ -8,13 +8,29 @@ public struct ChatScript: Sendable, Equatable {
     /// The line as written (without its comment), for messages.
     public var source: String
     public var action: Action
+    /// For a step that `repeat N` made: which one it is (1...N) and N.
+    public var repetition: Repetition?
 
-    public init(line: Int, source: String, action: Action) {
+    public init(line: Int, source: String, action: Action, repetition: Repetition? = nil) {
       self.line = line
       self.source = source
       self.action = action
+      self.repetition = repetition
     }
   }
+
+  /// Which of the steps of a `repeat COUNT STEP` line a step is.
+  public struct Repetition: Sendable, Equatable {
+    public var index: Int
+    public var count: Int
+    public init(index: Int, count: Int) {
+      self.index = index
+      self.count = count
+    }
+  }
+
+  /// The most steps one `repeat` makes.
+  public static let maximumRepetitions = 100_000
 
   public enum Action: Sendable, Equatable {
     /// An input line for the chat, exactly as a person would type it (`/invite bob lunch?`).

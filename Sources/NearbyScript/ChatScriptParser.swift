@@ -8,14 +8,19 @@ struct ChatScriptParser {
   private var quitLine: Int?
 
   static let keywords = [
-    "say", "msg", "invite", "accept", "decline", "leave", "peers", "who", "invitations", "help", "quit", "expect", "sleep",
+    "say", "msg", "invite", "accept", "decline", "leave", "peers", "who", "invitations", "help", "quit", "expect", "sleep", "repeat",
   ]
-  static let expectUsage = #"expect EVENT [[from] NAME] ["text" | /regex/] [within DURATION]"#
+  static let expectUsage = #"expect [next|no] EVENT [[from] NAME] ["text" | /regex/] [within DURATION]"#
+  static let repeatUsage = "repeat COUNT STEP ({n} in the step counts 1, 2, ... COUNT)"
   static let durationHint = "write a number and a unit: 500ms, 5s, 1.5s or 2m"
 
   mutating func parse(line source: String, number: Int) {
     let trimmed = source.trimmed
     if trimmed.isEmpty || trimmed.hasPrefix("#") { return }
+    if trimmed.lowercased().hasPrefix("repeat ") || trimmed.lowercased() == "repeat" {
+      parseRepeat(source, number: number)
+      return
+    }
     do throws(ScriptLineError) {
       let action = try action(of: source)
       if let quitLine {
@@ -25,6 +30,47 @@ struct ChatScriptParser {
       }
       if action == .quit { quitLine = number }
       steps.append(ChatScript.Step(line: number, source: Self.withoutComment(source, action: action), action: action))
+    } catch {
+      errors.append(ChatScriptError(line: number, column: error.column, message: error.message, hint: error.hint, source: source))
+    }
+  }
+
+  /// `repeat COUNT STEP`: COUNT copies of the step, `{n}` replaced by 1, 2, ... COUNT.
+  private mutating func parseRepeat(_ source: String, number: Int) {
+    let indent = source.prefix { $0.isWhitespace }.count
+    let afterKeyword = source.dropFirst(indent + "repeat".count)
+    let countText = afterKeyword.drop { $0.isWhitespace }.prefix { !$0.isWhitespace }
+    let countColumn = source.count - afterKeyword.drop { $0.isWhitespace }.count + 1
+    let body = String(afterKeyword.drop { $0.isWhitespace }.dropFirst(countText.count))
+    do throws(ScriptLineError) {
+      guard let count = Int(countText), (1...ChatScript.maximumRepetitions).contains(count) else {
+        throw ScriptLineError(
+          column: countColumn, message: countText.isEmpty ? "repeat needs a count" : "bad count '\(countText)'",
+          hint: "a whole number from 1 to \(ChatScript.maximumRepetitions); usage: \(Self.repeatUsage)")
+      }
+      let bodyColumn = source.count - body.drop { $0.isWhitespace }.count + 1
+      let first = body.drop { $0.isWhitespace }.lowercased()
+      if first.isEmpty || first.hasPrefix("#") {
+        throw ScriptLineError(column: bodyColumn, message: "repeat needs a step to repeat", hint: "usage: \(Self.repeatUsage)")
+      }
+      if first.hasPrefix("repeat") || first == "quit" || first.hasPrefix("quit ") || first == "/quit" {
+        throw ScriptLineError(
+          column: bodyColumn, message: "\(first.hasPrefix("repeat") ? "repeat" : "quit") cannot be repeated", hint: "usage: \(Self.repeatUsage)")
+      }
+      if let quitLine {
+        throw ScriptLineError(
+          column: indent + 1, message: "nothing may follow quit (line \(quitLine))", hint: "the script ends at quit: remove this line, or the quit")
+      }
+      // The column of an error in the step is its column in the whole line.
+      let padding = String(repeating: " ", count: bodyColumn - 1)
+      for index in 1...count {
+        let text = padding + body.drop { $0.isWhitespace }.replacing("{n}", with: String(index))
+        let action = try action(of: text)
+        steps.append(
+          ChatScript.Step(
+            line: number, source: Self.withoutComment(text, action: action), action: action,
+            repetition: ChatScript.Repetition(index: index, count: count)))
+      }
     } catch {
       errors.append(ChatScriptError(line: number, column: error.column, message: error.message, hint: error.hint, source: source))
     }
@@ -138,8 +184,16 @@ struct ChatScriptParser {
   }
 
   private static func expectation(_ lexer: inout ScriptLexer, endColumn: Int) throws(ScriptLineError) -> ScriptExpectation {
-    guard let eventToken = try lexer.next(regex: true) else {
+    guard var eventToken = try lexer.next(regex: true) else {
       throw ScriptLineError(column: endColumn, message: "expect needs an event", hint: "usage: \(expectUsage)")
+    }
+    var mode = ScriptExpectation.Mode.any
+    if let word = eventToken.word?.lowercased(), word == "next" || word == "no" {
+      mode = word == "next" ? .next : .none
+      guard let next = try lexer.next(regex: true) else {
+        throw ScriptLineError(column: endColumn, message: "expect \(word) needs an event", hint: "usage: \(expectUsage)")
+      }
+      eventToken = next
     }
     guard let name = eventToken.word, let kind = ScriptEventKind(scriptName: name) else {
       let names = ScriptEventKind.allCases.map(\.rawValue)
@@ -149,7 +203,7 @@ struct ChatScriptParser {
       if let best, editDistance(lowered, best.lowercased()) <= max(1, best.count / 3) { hint = "did you mean '\(best)'? " + hint }
       throw ScriptLineError(column: eventToken.column, message: "unknown event '\(eventToken.written)'", hint: hint)
     }
-    var expectation = ScriptExpectation(event: kind)
+    var expectation = ScriptExpectation(event: kind, mode: mode)
     var seen: Set<String> = []
     func once(_ clause: String, _ token: ScriptToken) throws(ScriptLineError) {
       guard seen.insert(clause).inserted else {

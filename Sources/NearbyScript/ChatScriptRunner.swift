@@ -13,6 +13,8 @@ public protocol ScriptableChat: Sendable {
 public enum ScriptProgress: Sendable {
   case started(ChatScript.Step)
   case matched(ChatScript.Step, ScriptEvent, after: Duration)
+  /// An `expect no` saw nothing it forbids for its whole time.
+  case waited(ChatScript.Step, after: Duration)
   case passed(steps: Int, after: Duration)
 }
 
@@ -43,11 +45,20 @@ public struct ChatScriptRunner<C: Clock>: Sendable where C.Duration == Duration 
         let mark = log.count
         await chat.perform(line)
         try checkAnswer(to: step, from: mark, next: index + 1 < script.steps.count ? script.steps[index + 1] : nil)
+      case .expect(let expectation) where expectation.mode == .none:
+        let waitStarted = clock.now
+        if let event = await log.expect(expectation, line: step.line, clock: clock) {
+          throw ChatScriptFailure(step: step, reason: .unwanted(event), recent: recent())
+        }
+        if Task.isCancelled { throw ChatScriptFailure(step: step, reason: .interrupted, recent: recent()) }
+        progress(.waited(step, after: waitStarted.duration(to: clock.now)))
       case .expect(let expectation):
         let waitStarted = clock.now
-        guard let event = await log.expect(expectation, line: step.line, clock: clock) else {
+        let taking = expectation.mode == .next ? expectation.ignoringText : expectation
+        guard let event = await log.expect(taking, line: step.line, clock: clock) else {
           throw ChatScriptFailure(step: step, reason: Task.isCancelled ? .interrupted : .timeout(expectation), recent: recent())
         }
+        guard expectation.matches(event) else { throw ChatScriptFailure(step: step, reason: .unwanted(event), recent: recent()) }
         progress(.matched(step, event, after: waitStarted.duration(to: clock.now)))
       case .sleep(let duration):
         do {
@@ -86,6 +97,8 @@ public struct ChatScriptFailure: Error, Sendable, CustomStringConvertible {
     case refused(String)
     /// The run was cancelled (the chat ended: a signal, or the session failed).
     case interrupted
+    /// `expect next` found another event first, or `expect no` saw one it forbids.
+    case unwanted(ScriptEvent)
   }
 
   /// How many of the last events a failure shows.
@@ -117,6 +130,14 @@ public struct ChatScriptFailure: Error, Sendable, CustomStringConvertible {
       hint = refusalHint()
     case .interrupted:
       lines.append("  the chat ended before this step completed (a signal, or the session failed)")
+    case .unwanted(let event):
+      if case .expect(let expectation) = step.action, expectation.mode == .none {
+        lines.append("  an event it forbids arrived: \(EventFormatter.sanitize(event.display))")
+        hint = "something happened that should not have (a copy, an extra message, an error)"
+      } else {
+        lines.append("  the next such event was another one: \(EventFormatter.sanitize(event.display))")
+        hint = "expect next checks order: the events came in another order, or one came twice"
+      }
     }
     if recent.isEmpty {
       lines.append("  no events were seen")

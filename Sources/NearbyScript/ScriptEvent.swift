@@ -53,6 +53,8 @@ public struct ScriptEvent: Sendable, Equatable {
     case .connecting(let peer): return (.connecting, [peer], display)
     case .connected(let peer, _): return (.connected, [peer], display)
     case .declined(let peer, let reason): return (.declined, [peer], reason.description)
+    case .reconnecting(let peer, _): return (.reconnecting, [peer], display)
+    case .reconnected(let peer): return (.reconnected, [peer], display)
     case .disconnected(let peer, let reason): return (.disconnected, [peer], reason.description)
     case .message(let message): return (.message, [message.from], String(decoding: message.body, as: UTF8.self))
     case .delivered(_, let peer): return (.delivered, [peer], display)

@@ -4,6 +4,7 @@ import Nearby
 public enum ScriptEventKind: String, Sendable, CaseIterable {
   case ready, advertised, found, updated, lost
   case invitation, invitationWithdrawn, connecting, connected, declined, disconnected
+  case reconnecting, reconnected
   case message, sent, delivered, error, notice
   case peers, who, invitations, foreign, rejected
   case reachable, unreachable, relayed
@@ -68,19 +69,34 @@ public enum TextPattern: Sendable, Equatable, CustomStringConvertible {
   }
 }
 
-/// `expect EVENT [from NAME] ["text" | /regex/] [within DURATION]`.
+/// `expect [next|no] EVENT [from NAME] ["text" | /regex/] [within DURATION]`.
 public struct ScriptExpectation: Sendable, Equatable, CustomStringConvertible {
+  /// Which event satisfies the expectation.
+  public enum Mode: String, Sendable, Equatable {
+    /// The oldest unused event that matches (the default).
+    case any
+    /// `expect next`: the oldest unused event of that kind (and peer) must also match the
+    /// text; another one fails the script (for checking order and copies).
+    case next
+    /// `expect no`: no matching event may arrive within the timeout.
+    case none = "no"
+  }
+
   public var event: ScriptEventKind
   /// A peer's name (any case) or 4+ hex digits of its id.
   public var peer: String?
   public var text: TextPattern?
   public var timeout: Duration
+  public var mode: Mode
 
-  public init(event: ScriptEventKind, peer: String? = nil, text: TextPattern? = nil, timeout: Duration = ChatScript.defaultTimeout) {
+  public init(
+    event: ScriptEventKind, peer: String? = nil, text: TextPattern? = nil, timeout: Duration = ChatScript.defaultTimeout, mode: Mode = .any
+  ) {
     self.event = event
     self.peer = peer
     self.text = text
     self.timeout = timeout
+    self.mode = mode
   }
 
   /// Whether `event` is one this expectation waits for.
@@ -89,6 +105,13 @@ public struct ScriptExpectation: Sendable, Equatable, CustomStringConvertible {
     if let peer, !candidate.peers.contains(where: { Self.peer($0, isCalled: peer) }) { return false }
     if let text, !text.matches(candidate.text) { return false }
     return true
+  }
+
+  /// What an `expect next` takes: the next event of its kind and peer, whatever its text.
+  var ignoringText: ScriptExpectation {
+    var copy = self
+    copy.text = nil
+    return copy
   }
 
   /// A name matches case-insensitively; 4 or more hex digits match the start of the id.
@@ -100,7 +123,7 @@ public struct ScriptExpectation: Sendable, Equatable, CustomStringConvertible {
 
   /// The expectation in script syntax, with its timeout.
   public var description: String {
-    var parts = ["expect", event.rawValue]
+    var parts = ["expect"] + (mode == .any ? [] : [mode.rawValue]) + [event.rawValue]
     if let peer { parts += ["from", ScriptQuoting.quoteIfNeeded(peer)] }
     if let text { parts.append(text.description) }
     parts += ["within", ScriptDuration.format(timeout)]

@@ -29,7 +29,7 @@ public enum ScriptedChat {
     let received = ReceivedSignal()
     let result = ScriptResult()
     let runner = ChatScriptRunner(script: script, log: log, clock: ContinuousClock()) { progress in
-      output.line(render(progress, json: json))
+      if let line = render(progress, json: json) { output.line(line) }
     }
     var chatCode: Int32 = 0
     do {
@@ -82,22 +82,40 @@ public enum ScriptedChat {
     }
   }
 
-  static func render(_ progress: ScriptProgress, json: Bool) -> String {
+  /// The line for a step's progress; nil for the steps a `repeat` made between its first
+  /// and its last (a thousand of them would drown the chat's own lines).
+  static func render(_ progress: ScriptProgress, json: Bool) -> String? {
+    switch progress {
+    case .started(let step), .matched(let step, _, _), .waited(let step, _):
+      if let repetition = step.repetition, repetition.index != 1, repetition.index != repetition.count { return nil }
+    case .passed:
+      break
+    }
     switch progress {
     case .started(let step):
       if json { return JSONValue.object([("event", .string("step")), ("line", .number(Int64(step.line))), ("step", .string(step.source))]).encoded }
-      return "# \(step.line): \(EventFormatter.sanitize(step.source))"
+      return "# \(step.line):\(repetition(step)) \(EventFormatter.sanitize(step.source))"
     case .matched(let step, _, let after):
       if json {
         return JSONValue.object([("event", .string("matched")), ("line", .number(Int64(step.line))), ("ms", .number(milliseconds(after)))]).encoded
       }
-      return "# \(step.line): matched after \(ScriptDuration.elapsed(after))"
+      return "# \(step.line):\(repetition(step)) matched after \(ScriptDuration.elapsed(after))"
+    case .waited(let step, let after):
+      if json {
+        return JSONValue.object([("event", .string("matched")), ("line", .number(Int64(step.line))), ("ms", .number(milliseconds(after)))]).encoded
+      }
+      return "# \(step.line):\(repetition(step)) nothing came in \(ScriptDuration.elapsed(after))"
     case .passed(let steps, let after):
       if json {
         return JSONValue.object([("event", .string("passed")), ("steps", .number(Int64(steps))), ("ms", .number(milliseconds(after)))]).encoded
       }
       return "# script passed: \(steps) steps in \(ScriptDuration.elapsed(after))"
     }
+  }
+
+  /// ` [3/1000]` for a step a `repeat` made.
+  private static func repetition(_ step: ChatScript.Step) -> String {
+    step.repetition.map { " [\($0.index)/\($0.count)]" } ?? ""
   }
 
   static func failedJSON(_ failure: ChatScriptFailure, file: String) -> String {

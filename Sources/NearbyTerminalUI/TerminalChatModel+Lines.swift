@@ -47,7 +47,8 @@ extension TerminalChatModel {
         conversations[index].peer = discovered.peer
       }
       add(styler.entries(for: line, now: now, previousName: previousName), to: 0)
-    case .event(.connected(let peer, _)), .event(.disconnected(let peer, _)), .event(.declined(let peer, _)), .event(.lost(let peer)),
+    case .event(.connected(let peer, _)), .event(.disconnected(let peer, _)), .event(.reconnecting(let peer, _)), .event(.reconnected(let peer)),
+      .event(.declined(let peer, _)), .event(.lost(let peer)),
       .event(.invitationWithdrawn(let peer, _)), .event(.reachable(let peer, _)), .event(.unreachable(let peer)),
       .event(.verification(let peer, _, _)), .event(.trusted(let peer)), .event(.impostorWarning(_, verified: let peer)):
       add(styler.entries(for: line, now: now), to: 0, alsoFor: peer.id)

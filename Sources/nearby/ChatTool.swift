@@ -29,7 +29,8 @@ struct ChatTool: Tool {
     setup = SessionSetup(
       stateDirectory: SessionSetup.stateDirectory(try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables),
       name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
-      port: try parsed.value(NearbyCommands.Common.port, default: 0))
+      port: try parsed.value(NearbyCommands.Common.port, default: 0),
+      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
     acceptPolicy = try parsed.value(Options.accept, default: .ask)
     allowList = Set(try parsed.values(Options.allow).flatMap { $0 })
     let infoArguments = try parsed.values(Options.info)

@@ -10,6 +10,8 @@ struct SessionSetup: Sendable {
   let name: DisplayName
   let service: ServiceType
   let port: UInt16
+  /// `--reconnect-grace`.
+  let reconnectGrace: Duration
 
   /// Opens the identity and makes the session.
   /// - Returns: both (keep the identity alive while the session runs: it holds the lock on
@@ -26,6 +28,7 @@ struct SessionSetup: Sendable {
     var configuration = SessionConfiguration(identity: identity, name: name)
     configuration.serviceType = service
     configuration.listenPort = port
+    configuration.reconnectGrace = reconnectGrace
     configure(&configuration)
     do {
       return (identity, try NearbySession(configuration: configuration))

@@ -44,10 +44,10 @@ struct ChatCLITests {
     try await bob.expect("delivered")
 
     // kill -9: the other side reports the loss within 5 s (the kernel closes the socket; the
-    // heartbeat would catch a silent one too).
+    // heartbeat would catch a silent one too): the session waits for bob to come back.
     let killedAt = ContinuousClock.now
     bob.child.terminate(SIGKILL)
-    try await alice.expect("disconnected", within: .seconds(5), where: named("bob"))
+    try await alice.expect("reconnecting", within: .seconds(5), where: named("bob"))
     #expect(ContinuousClock.now - killedAt < .seconds(5))
     alice.send("/quit")
     #expect(await alice.wait() == 0)

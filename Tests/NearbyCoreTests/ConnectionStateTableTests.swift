@@ -14,13 +14,14 @@ struct ConnectionStateTableTests {
     Fixture.hello(peer, capabilities: capabilities, min: 2, max: 2)
   }
 
-  static let states = ["awaitingHello", "idleListener", "idleConnector", "inviting", "invited", "connected", "connectedToRelay"]
+  static let states = ["awaitingHello", "idleListener", "idleConnector", "inviting", "invited", "resuming", "connected", "connectedToRelay"]
 
   /// A machine (we are alice; the remote is bob) brought into the named state.
   static func machine(in state: String) -> ConnectionStateMachine {
     let listener = ["awaitingHello", "idleListener", "invited", "connected", "connectedToRelay"].contains(state)
+    // Alice resumes sessions (RESUME is legal in idleListener only when her HELLO says so).
     var machine = ConnectionStateMachine(
-      role: listener ? .listener : .connector(expecting: Fixture.bobID), hello: hello(Fixture.alice), now: .zero)
+      role: listener ? .listener : .connector(expecting: Fixture.bobID), hello: hello(Fixture.alice, capabilities: .resume), now: .zero)
     machine.start(now: .zero)
     if state == "awaitingHello" { return machine }
     let capabilities: Capabilities = state == "connectedToRelay" ? .relay : []
@@ -28,6 +29,8 @@ struct ConnectionStateTableTests {
     switch state {
     case "inviting":
       _ = machine.invite(Frame.Invite(invitationID: 7, timeoutMilliseconds: 30_000, context: []), now: .ms(2))
+    case "resuming":
+      _ = machine.resume(Frame.Resume(session: 7, received: nil, delivered: nil), now: .ms(2))
     case "invited", "connected", "connectedToRelay":
       _ = machine.receive(.invite(Frame.Invite(invitationID: 7, timeoutMilliseconds: 30_000, context: [])), now: .ms(2))
       if state != "invited" { _ = machine.accept(now: .ms(3)) }
@@ -51,6 +54,7 @@ struct ConnectionStateTableTests {
     case .roster:
       .roster(Frame.Roster(kind: .full, entries: [Frame.Roster.Entry(peer: Fixture.carol, hops: 1, publicKey: [UInt8](repeating: 3, count: 32))]))
     case .verify: .verify
+    case .resume: .resume(Frame.Resume(session: 7, received: 3, delivered: 2))
     case .undeliverable:
       .undeliverable(Frame.Undeliverable(origin: Fixture.aliceID, messageID: 1, recipient: Fixture.carolID, reason: .queueFull))
     }
@@ -99,10 +103,15 @@ struct ConnectionStateTableTests {
     #expect(verify.send == nil)
   }
 
-  @Test("ACCEPT or DECLINE with another invitation id is unexpected")
+  @Test("ACCEPT or DECLINE with another invitation id is unexpected, and RESUME or DECLINE with another session")
   func wrongInvitationID() {
-    for frame in [Frame.accept(invitationID: 8), .decline(invitationID: 8, reason: .busy)] {
-      var machine = Self.machine(in: "inviting")
+    let cases: [(String, Frame)] = [
+      ("inviting", .accept(invitationID: 8)), ("inviting", .decline(invitationID: 8, reason: .busy)),
+      ("resuming", .resume(Frame.Resume(session: 8, received: nil, delivered: nil))),
+      ("resuming", .decline(invitationID: 8, reason: .unknownSession)), ("resuming", .accept(invitationID: 7)),
+    ]
+    for (state, frame) in cases {
+      var machine = Self.machine(in: state)
       let transition = machine.receive(frame, now: .ms(10))
       guard case .error(.unexpectedFrame, _)? = transition.send else {
         Issue.record("\(frame) was accepted")
@@ -124,5 +133,56 @@ struct ConnectionStateTableTests {
     } else {
       #expect(transition.close == nil)
     }
+  }
+}
+
+@Suite("Resuming on a new connection (the connection state machine)")
+struct ResumeStateTests {
+  static let resume = Frame.Resume(session: 7, received: 3, delivered: 2)
+
+  @Test func aListenerThatDoesNotOfferResumptionRefusesRESUME() {
+    var machine = ConnectionStateMachine(role: .listener, hello: Fixture.hello(Fixture.alice, min: 2, max: 2), now: .zero)
+    _ = machine.receive(.hello(ConnectionStateTableTests.hello(Fixture.bob)), now: .ms(1))
+    let transition = machine.receive(.resume(Self.resume), now: .ms(2))
+    guard case .error(.unexpectedFrame, _)? = transition.send else {
+      Issue.record("\(transition)")
+      return
+    }
+  }
+
+  @Test func theListenerAnswersAndBothAreConnectedUnderTheFirstInvitationID() {
+    var listener = ConnectionStateTableTests.machine(in: "idleListener")
+    let request = listener.receive(.resume(Self.resume), now: .ms(5))
+    #expect(request.event == .resumeRequested(Self.resume))
+    #expect(listener.state == .idle)
+    let answer = Frame.Resume(session: 7, received: nil, delivered: nil)
+    let transition = listener.answerResume(answer, now: .ms(6))
+    #expect(transition.send == .resume(answer))
+    #expect(listener.state == .connected && listener.sessionID == 7)
+
+    var connector = ConnectionStateTableTests.machine(in: "resuming")
+    let resumed = connector.receive(.resume(answer), now: .ms(7))
+    #expect(resumed.event == .resumed(answer))
+    #expect(connector.state == .connected && connector.sessionID == 7)
+  }
+
+  @Test func anUnknownSessionIsDeclinedAndTheConnectorReportsIt() {
+    var listener = ConnectionStateTableTests.machine(in: "idleListener")
+    let refusal = listener.refuseResume(7, now: .ms(5))
+    #expect(refusal.send == .decline(invitationID: 7, reason: .unknownSession))
+    #expect(refusal.close == .shutdownAndLinger)
+    var connector = ConnectionStateTableTests.machine(in: "resuming")
+    let declined = connector.receive(.decline(invitationID: 7, reason: .unknownSession), now: .ms(6))
+    #expect(declined.event == .declined(.unknownSession))
+    #expect(declined.send == .goodbye(.invitationDeclined))
+  }
+
+  @Test func aResumeNobodyAnswersTimesOutAfterTheHandshakeTimeout() {
+    var connector = ConnectionStateTableTests.machine(in: "resuming")
+    #expect(connector.nextDeadline! <= .ms(2) + ConnectionTimeouts().handshake)
+    _ = connector.receive(.pong(nonce: 1), now: .seconds(3))  // the peer is alive, it just does not answer
+    let transition = connector.tick(now: .ms(5003))
+    #expect(transition.event == .declined(.timeout))
+    #expect(connector.state == .closing)
   }
 }

@@ -56,6 +56,10 @@ struct FrameCodecPropertyTests {
         Frame.Undeliverable(
           origin: id(&g), messageID: g.next(), recipient: id(&g), reason: UndeliverableReason(rawValue: UInt8.random(in: 0...255, using: &g))))
     case .verify: return .verify
+    case .resume:
+      let received: UInt64? = Bool.random(using: &g) ? g.next() : nil
+      let delivered: UInt64? = received != nil && Bool.random(using: &g) ? g.next() : nil
+      return .resume(Frame.Resume(session: g.next(), received: received, delivered: delivered))
     }
   }
 

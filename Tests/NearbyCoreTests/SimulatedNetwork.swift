@@ -40,6 +40,8 @@ struct SimulatedNetwork {
   /// Bytes sent on these links vanish (a pulled cable).
   var silenced: Set<Link> = []
   var unreachable: Set<PeerID> = []
+  /// Pairs of nodes that cannot reach each other (``partition(_:_:)``).
+  var partitioned: Set<[PeerID]> = []
   var decoders: [Link: FrameDecoder] = [:]
   var now: Duration = .zero
   var framesSent: [Link: [Frame]] = [:]
@@ -107,7 +109,9 @@ struct SimulatedNetwork {
     for action in actions {
       switch action {
       case .connect(let connection, let endpoints):
-        guard let target = PeerID(hex: endpoints[0].host), nodes[target] != nil, !unreachable.contains(target) else {
+        guard let target = PeerID(hex: endpoints[0].host), nodes[target] != nil, !unreachable.contains(target),
+          !partitioned.contains([node, target].sorted())
+        else {
           queue.append(.connectFailed(node, connection))
           continue
         }
@@ -281,6 +285,8 @@ extension SessionEvent {
     case .connecting: "connecting"
     case .connected: "connected"
     case .declined: "declined"
+    case .reconnecting: "reconnecting"
+    case .reconnected: "reconnected"
     case .disconnected: "disconnected"
     case .message: "message"
     case .delivered: "delivered"

@@ -105,6 +105,12 @@ enum Vectors {
         Frame.Undeliverable(
           origin: id(fields["origin"]), messageID: u64(fields["messageID"]), recipient: id(fields["recipient"]),
           reason: UndeliverableReason(rawValue: int(fields["reason"]))))
+    case "RESUME":
+      let flags: Int = int(fields["flags"])
+      return .resume(
+        Frame.Resume(
+          session: u64(fields["sessionID"]), received: flags & 1 != 0 ? u64(fields["received"]) : nil,
+          delivered: flags & 2 != 0 ? u64(fields["delivered"]) : nil))
     case let other:
       fatalError("unknown frame type \(other) in the vectors")
     }

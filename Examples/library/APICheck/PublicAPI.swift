@@ -8,6 +8,8 @@ func gettingStarted(trusted: Set<PeerID>) async throws {
   configuration.serviceType = try ServiceType("my-tool")
   configuration.discoveryInfo = try DiscoveryInfo([(key: "room", value: "kitchen")])
   configuration.acceptPolicy = .ask
+  configuration.reconnectGrace = .seconds(60)
+  configuration.resendWindowBytes = 8 << 20
   let session = try NearbySession(configuration: configuration)
 
   try await withThrowingTaskGroup(of: Void.self) { group in
@@ -26,6 +28,8 @@ func gettingStarted(trusted: Set<PeerID>) async throws {
           if let report = await session.delivery(of: id), report.isDelivered { print("everyone has message \(id)") }
         }
       case .declined(let peer, let reason): print("\(peer) declined: \(reason) \(reason == .timeout)")
+      case .reconnecting(let peer, let attempt): print("\(peer): connection lost, attempt \(attempt) (\(await session.reconnectingPeers))")
+      case .reconnected(let peer): print("\(peer) is back, nothing lost")
       case .invitation(let invitation):
         _ = String(decoding: invitation.context, as: UTF8.self)
         if trusted.contains(invitation.peer.id) {

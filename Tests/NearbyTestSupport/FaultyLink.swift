@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A TCP relay on `127.0.0.1` in front of a listener, that a test can break: it forwards the
+/// bytes of every connection made to it until told to drop them (a partition: nothing gets
+/// through, new connections are accepted and then hear nothing) or to cut every connection
+/// (a link reset). Each connection is pumped by a thread of its own, never by Swift's
+/// cooperative pool.
+public final class FaultyLink: Sendable {
+  public enum Mode: Sendable, Equatable {
+    /// Bytes go through.
+    case pass
+    /// Bytes are read and dropped, both ways; new connections are accepted and dropped too.
+    case partition
+  }
+
+  public let port: UInt16
+  private let target: UInt16
+  private let listener: Int32
+  private struct State {
+    var mode = Mode.pass
+    var pairs: [(Int32, Int32)] = []
+    var stopped = false
+    var accepted = 0
+  }
+  private let state = Mutex(State())
+
+  /// Listens on an ephemeral port of 127.0.0.1 and forwards to `127.0.0.1:target`.
+  public init(forwardingTo target: UInt16) throws {
+    self.target = target
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var yes: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    var address = Self.loopback(port: 0)
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0, listen(fd, 64) == 0 else {
+      close(fd)
+      throw WaitError(description: "FaultyLink: bind/listen failed (errno \(errno))")
+    }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    listener = fd
+    port = UInt16(bigEndian: address.sin_port)
+    let thread = Thread { [self] in acceptLoop() }
+    thread.name = "faulty-link-accept"
+    thread.start()
+  }
+
+  /// How many connections were made through the link.
+  public var acceptedConnections: Int { state.withLock { $0.accepted } }
+
+  /// Lets bytes through, or drops them.
+  public func set(_ mode: Mode) { state.withLock { $0.mode = mode } }
+
+  /// Closes every connection now (both ends see the stream end or a reset).
+  public func cutAll() {
+    let pairs = state.withLock { state -> [(Int32, Int32)] in
+      defer { state.pairs = [] }
+      return state.pairs
+    }
+    for (a, b) in pairs {
+      shutdown(a, Int32(SHUT_RDWR))
+      shutdown(b, Int32(SHUT_RDWR))
+    }
+  }
+
+  /// Stops accepting and cuts everything.
+  public func stop() {
+    state.withLock { $0.stopped = true }
+    shutdown(listener, Int32(SHUT_RDWR))
+    cutAll()
+  }
+
+  private static func loopback(port: UInt16) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
+  }
+
+  private func acceptLoop() {
+    defer { close(listener) }
+    while true {
+      let client = accept(listener, nil, nil)
+      if client < 0 {
+        if errno == EINTR { continue }
+        return
+      }
+      if state.withLock({ $0.stopped }) {
+        close(client)
+        return
+      }
+      let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+      var address = Self.loopback(port: target)
+      let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+      }
+      guard connected == 0 else {
+        close(client)
+        close(server)
+        continue
+      }
+      state.withLock {
+        $0.pairs.append((client, server))
+        $0.accepted += 1
+      }
+      let thread = Thread { [self] in pump(client, server) }
+      thread.name = "faulty-link-pump"
+      thread.start()
+    }
+  }
+
+  /// Copies bytes both ways (or drops them in a partition) until either side ends.
+  private func pump(_ a: Int32, _ b: Int32) {
+    defer {
+      close(a)
+      close(b)
+      state.withLock { $0.pairs.removeAll { $0.0 == a } }
+    }
+    var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      let ready = poll(&fds, 2, 200)
+      if ready < 0 && errno != EINTR { return }
+      if state.withLock({ $0.stopped }) { return }
+      for index in 0..<2 where fds[index].revents != 0 {
+        let from = fds[index].fd
+        let to = index == 0 ? b : a
+        let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
+        if count <= 0 { return }
+        guard state.withLock({ $0.mode }) == .pass else { continue }
+        var sent = 0
+        while sent < count {
+          let written = buffer.withUnsafeBytes { send(to, $0.baseAddress! + sent, count - sent, Int32(MSG_NOSIGNAL)) }
+          if written <= 0 { return }
+          sent += written
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,158 @@
+import Nearby
+import NearbyTestSupport
+import Synchronization
+import Testing
+
+/// Sessions over real sockets that lose their connection and resume (PROTOCOL.md 6.5):
+/// alice reaches bob through a ``FaultyLink`` that the test partitions and cuts. Timeouts are
+/// short so that each outage takes about a second.
+@Suite("Sessions resume over real TCP (loopback, a faulty link)")
+struct ReconnectSessionTests {
+  static func fast(_ configuration: inout SessionConfiguration) {
+    configuration.timeouts.pingInterval = .milliseconds(150)
+    configuration.timeouts.deadPeer = .milliseconds(700)
+    configuration.timeouts.handshake = .seconds(1)
+    configuration.timeouts.connect = .seconds(1)
+  }
+
+  struct Pair {
+    let alice: RunningSession
+    let bob: RunningSession
+    let link: FaultyLink
+    func stop() async throws {
+      link.stop()
+      try await alice.stop()
+      try await bob.stop()
+    }
+  }
+
+  /// Alice invites bob through the link (so alice is the one that reconnects).
+  static func pair(configure: @escaping (inout SessionConfiguration) -> Void = { _ in }) async throws -> Pair {
+    let alice = try await RunningSession.start("alice") {
+      fast(&$0)
+      configure(&$0)
+    }
+    let bob = try await RunningSession.start("bob") {
+      fast(&$0)
+      configure(&$0)
+    }
+    let link = try FaultyLink(forwardingTo: bob.port)
+    await alice.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: link.port)])
+    _ = try await alice.expect("connected") { if case .connected = $0 { true } else { nil } }
+    _ = try await bob.expect("connected") { if case .connected = $0 { true } else { nil } }
+    return Pair(alice: alice, bob: bob, link: link)
+  }
+
+  /// The texts bob was handed, in order, until `count` arrived.
+  static func texts(_ session: RunningSession, count: Int, within timeout: Duration = .seconds(15)) async throws -> [String] {
+    var texts: [String] = []
+    while texts.count < count {
+      texts.append(
+        try await session.expect("message \(texts.count + 1) of \(count)", within: timeout) {
+          if case .message(let message) = $0 { String(decoding: message.body, as: UTF8.self) } else { nil }
+        })
+    }
+    return texts
+  }
+
+  @Test func aPartitionWhileTwentyMessagesAreSentHealsWithAllOfThemOnceInOrder() async throws {
+    let pair = try await Self.pair()
+    pair.link.set(.partition)
+    let sent = (1...20).map { "m\($0)" }
+    var ids: [MessageID] = []
+    for text in sent { ids.append(try await pair.alice.session.send(Array(text.utf8))) }
+    let alice = pair.alice.peer
+    let bob = pair.bob.peer
+    _ = try await pair.alice.expect("reconnecting", within: .seconds(3)) { if case .reconnecting(bob, 1) = $0 { true } else { nil } }
+    _ = try await pair.bob.expect("waiting", within: .seconds(3)) { if case .reconnecting(alice, 0) = $0 { true } else { nil } }
+    #expect(await pair.alice.session.reconnectingPeers == [bob])
+    try await Task.sleep(for: .seconds(1))
+    pair.link.set(.pass)
+    let healed = ContinuousClock.now
+    _ = try await pair.alice.expect("reconnected") { if case .reconnected(bob) = $0 { true } else { nil } }
+    _ = try await pair.bob.expect("reconnected") { if case .reconnected(alice) = $0 { true } else { nil } }
+    #expect(try await Self.texts(pair.bob, count: 20) == sent)
+    for id in ids {
+      let report = await pair.alice.session.delivery(of: id)
+      #expect(report?.isDelivered == true, "\(id): \(String(describing: report))")
+    }
+    print("reconnect: 20 messages delivered \(ContinuousClock.now - healed) after the heal")
+    try await Task.sleep(for: .milliseconds(500))
+    let extra = pair.bob.events.all.filter {
+      switch $0 {
+      case .message, .invitation, .connected, .disconnected: true
+      default: false
+      }
+    }
+    #expect(extra.isEmpty, "nothing twice, no invitation, no disconnection: \(extra)")
+    #expect(pair.link.acceptedConnections >= 2)
+    try await pair.stop()
+  }
+
+  @Test func cutConnectionsWhileBothSideSendKeepEveryMessageOnceInOrder() async throws {
+    let pair = try await Self.pair()
+    let count = 600
+    let sending = Task {
+      for index in 1...count {
+        _ = try await pair.alice.session.send(Array("a\(index)".utf8))
+        _ = try await pair.bob.session.send(Array("b\(index)".utf8))
+        if index % 10 == 0 { try await Task.sleep(for: .milliseconds(10)) }
+      }
+    }
+    for _ in 0..<5 {
+      try await Task.sleep(for: .milliseconds(120))
+      pair.link.cutAll()
+    }
+    try await sending.value
+    async let atBob = Self.texts(pair.bob, count: count, within: .seconds(20))
+    async let atAlice = Self.texts(pair.alice, count: count, within: .seconds(20))
+    #expect(try await atBob == (1...count).map { "a\($0)" })
+    #expect(try await atAlice == (1...count).map { "b\($0)" })
+    await pair.alice.session.waitForDeliveries()
+    await pair.bob.session.waitForDeliveries()
+    let failures = (pair.alice.events.all + pair.bob.events.all).filter { if case .error(.undelivered) = $0 { true } else { false } }
+    #expect(failures.isEmpty, "\(failures)")
+    let reconnections = pair.alice.events.all.filter { if case .reconnected = $0 { true } else { false } }.count
+    #expect(reconnections >= 3, "the cuts broke the connection: \(reconnections) reconnections")
+    try await pair.stop()
+  }
+
+  @Test func aPeerAwayLongerThanTheGraceIsDisconnectedAndOnlyThenItsMessagesFail() async throws {
+    let pair = try await Self.pair { $0.reconnectGrace = .seconds(2) }
+    pair.link.set(.partition)
+    let id = try await pair.alice.session.send(Array("lost".utf8))
+    let started = ContinuousClock.now
+    let reason = try await pair.alice.expect("disconnected", within: .seconds(6)) { if case .disconnected(_, let r) = $0 { r } else { nil } }
+    guard case .notResumed(let why) = reason else {
+      Issue.record("\(reason)")
+      return
+    }
+    #expect(why.contains("not back within 2.00 s"))
+    #expect(ContinuousClock.now - started >= .seconds(2))
+    let report = await pair.alice.session.delivery(of: id)
+    #expect(report?.isComplete == true && report?.delivered == 0)
+    _ = try await pair.bob.expect("disconnected", within: .seconds(4)) { if case .disconnected = $0 { true } else { nil } }
+    try await pair.stop()
+  }
+
+  @Test func aFullResendWindowMakesTheSenderWaitUntilThePeerIsBack() async throws {
+    let pair = try await Self.pair { $0.resendWindowBytes = 4096 }
+    pair.link.set(.partition)
+    let body = [UInt8](repeating: 7, count: 1000)
+    let sent = Atomic<Int>(0)
+    let sender = Task {
+      for _ in 0..<10 {
+        _ = try await pair.alice.session.send(body)
+        sent.add(1, ordering: .relaxed)
+      }
+    }
+    try await Task.sleep(for: .seconds(1.5))
+    // Each counts its body and some overhead: after four the window holds more than 4 KiB,
+    // and the fifth waits.
+    #expect(sent.load(ordering: .relaxed) == 4, "the sender waits for room in bob's window")
+    pair.link.set(.pass)
+    try await sender.value
+    #expect(try await Self.texts(pair.bob, count: 10).count == 10)
+    try await pair.stop()
+  }
+}
