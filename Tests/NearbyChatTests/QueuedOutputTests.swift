@@ -69,7 +69,7 @@ struct QueuedOutputTests {
     await writer.drain(stallLimit: .milliseconds(300))
     let took = ContinuousClock.now - started
     #expect(took >= .milliseconds(300))
-    #expect(took < .seconds(3))
+    #expect(took < .seconds(30), "drain waited \(took) for a reader that takes nothing")
     #expect(writer.queuedBytes > 0)
     close(readFD)  // the writer thread then fails with EPIPE and drops the rest
     try await Task.sleep(for: .milliseconds(100))

@@ -89,7 +89,8 @@ struct ChatScriptRunnerTests {
   }
 
   @Test func aTimeoutNamesTheLineTheExpectationTheTimeoutAndTheLastEvents() async throws {
-    let started = ContinuousClock.now
+    // The timeout runs on the injected clock: still waiting 1 ms before it (below), whatever
+    // real time a loaded machine took meanwhile.
     let run = try ScriptRun(
       """
       # alice's side
@@ -119,7 +120,6 @@ struct ChatScriptRunnerTests {
             hello
           hint: a message event did arrive but did not match: its peer or the message text differs (hello)
         """)
-    #expect(ContinuousClock.now - started < .milliseconds(4500), "the 5 s timeout did not wait 5 real seconds")
   }
 
   @Test func anEventArrivingWhileWaitingIsTakenAtOnce() async throws {
