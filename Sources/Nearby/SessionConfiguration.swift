@@ -48,6 +48,8 @@ public struct SessionConfiguration: Sendable {
   public var isRelay = false
   /// Invite every peer found through DNS-SD (a relay's `--connect-found`), with backoff.
   public var connectFound = false
+  /// Chunk size, windows and budgets of file transfers (tests and benchmarks change them).
+  package var transferTuning = TransferTuning()
 
   /// - Parameters:
   ///   - identity: who we are (``PeerIdentity/init(directory:)`` or ``PeerIdentity/ephemeral()``).

@@ -152,6 +152,9 @@ package struct ConnectionStateMachine: Sendable {
     case .verify:
       guard state == .connected else { return unexpected(frame) }
       return ConnectionTransition(event: .verificationRequested)
+    case .file(let transfer):
+      guard state == .connected else { return unexpected(frame) }
+      return ConnectionTransition(event: .file(transfer))
     }
   }
 
@@ -409,6 +412,8 @@ package enum ConnectionEvent: Hashable, Sendable {
   case roundTrip(Duration)
   /// The peer's person asks to compare the verification code.
   case verificationRequested
+  /// A step of a file transfer (PROTOCOL.md section 13).
+  case file(TransferFrame)
   /// The connection is over.
   case closed(DisconnectReason)
 }

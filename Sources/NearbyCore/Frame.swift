@@ -14,6 +14,8 @@ package enum Frame: Hashable, Sendable {
   case undeliverable(Undeliverable)
   /// VERIFY: the sender's person asks ours to compare the connection's verification code.
   case verify
+  /// FILE: a step of a file transfer (PROTOCOL.md section 13).
+  case file(TransferFrame)
 
   /// The frame's type byte.
   package var type: FrameType {
@@ -31,6 +33,7 @@ package enum Frame: Hashable, Sendable {
     case .roster: .roster
     case .undeliverable: .undeliverable
     case .verify: .verify
+    case .file: .file
     }
   }
 }

@@ -219,6 +219,8 @@ extension FrameDecoder {
         Frame.Undeliverable(origin: origin, messageID: id, recipient: recipient, reason: UndeliverableReason(rawValue: try reader.u8("reason"))))
     case .verify:
       frame = .verify
+    case .file:
+      frame = .file(try decodeTransfer(&reader, length: bytes.count))
     }
     try reader.expectEnd()
     return frame

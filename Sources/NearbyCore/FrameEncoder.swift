@@ -67,6 +67,8 @@ package enum FrameEncoder {
       buffer.append(report.reason.rawValue)
     case .verify:
       break
+    case .file(let transfer):
+      appendTransferFields(transfer, into: &buffer)
     }
     let length = buffer.count - start - 4
     precondition(length <= Int(UInt32.max), "frame too long")

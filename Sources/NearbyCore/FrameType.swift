@@ -13,6 +13,7 @@ package enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
   case roster = 0x0B
   case undeliverable = 0x0C
   case verify = 0x0D
+  case file = 0x0E
 
   /// The name used in the specification and the test vectors (`HELLO`, `INVITE`, ...).
   package var description: String {
@@ -30,6 +31,7 @@ package enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case .roster: "ROSTER"
     case .undeliverable: "UNDELIVERABLE"
     case .verify: "VERIFY"
+    case .file: "FILE"
     }
   }
 

@@ -7,6 +7,8 @@ package struct Capabilities: OptionSet, Hashable, Sendable {
   package static let encryption = Capabilities(rawValue: 1 << 0)
   /// The sender is a relay: it forwards messages and sends ROSTER.
   package static let relay = Capabilities(rawValue: 1 << 1)
+  /// The sender takes part in file transfers (FILE frames, PROTOCOL.md section 13).
+  package static let files = Capabilities(rawValue: 1 << 2)
 }
 
 /// Why an invitation was declined (DECLINE reason). Unknown numbers are kept.

@@ -39,6 +39,8 @@ extension SessionStateMachine {
         let code = connections[id]?.authenticated?.verificationCode
       else { return }
       actions.append(.emit(.verification(peer, code: code, askedByPeer: true)))
+    case .file(let transfer):
+      transferFrameReceived(transfer, on: id, into: &actions)
     case .closed(let reason):
       guard var record = connections[id] else { return }
       connectionEnded(&record, id: id, reason: reason, now: now, into: &actions)

@@ -61,6 +61,14 @@ public struct ScriptEvent: Sendable, Equatable {
     case .verification(let peer, let code, _): return (.verification, [peer], code)
     case .trusted(let peer): return (.trusted, [peer], display)
     case .impostorWarning(let peer, let verified): return (.impostor, [peer, verified], display)
+    case .transfer(.offer(let offer)): return (.offer, [offer.from], display)
+    case .transfer(.started(let progress)), .transfer(.progress(let progress)): return (.transfer, [progress.peer], display)
+    case .transfer(.finished(_, let peer, _, let end, _)):
+      switch end {
+      case .completed: return (.transferDone, [peer], display)
+      case .cancelled(_, let message): return (.transferCancelled, [peer], message)
+      case .failed(_, let message): return (.transferFailed, [peer], message)
+      }
     case .error(let error):
       let peer: Peer? =
         switch error {
