@@ -213,7 +213,7 @@ extension NearbySession {
     let current = transfer.state.current.map { transfer.state.files[$0].name }
     return TransferProgress(
       id: id, peer: transfer.peer, direction: .send, bytes: totals.done, total: totals.bytes, rate: rate,
-      filesDone: transfer.state.verifiedCount, fileCount: transfer.state.wanted.count, currentFile: current)
+      filesDone: transfer.state.verifiedCount, fileCount: transfer.state.wanted.count, currentFile: current, sent: transfer.state.bytesSent)
   }
 
   func reportProgress(outgoing id: TransferID, force: Bool) {
@@ -233,6 +233,6 @@ extension NearbySession {
     transfer.handle.report(
       TransferProgress(
         id: transfer.state.id, peer: transfer.peer, direction: .send, bytes: totals.done, total: totals.bytes, rate: 0,
-        filesDone: transfer.state.verifiedCount, fileCount: transfer.state.wanted.count, currentFile: nil))
+        filesDone: transfer.state.verifiedCount, fileCount: transfer.state.wanted.count, currentFile: nil, sent: transfer.state.bytesSent))
   }
 }

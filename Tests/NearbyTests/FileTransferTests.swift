@@ -233,8 +233,49 @@ struct FileTransferTests {
     _ = try await alice.expect("disconnected") { if case .disconnected(let p, _) = $0, p.id == bob.peer.id { p } else { nil } }
     #expect(await alice.session.transfers.first?.phase == .paused)
     try await connect(alice, bob)
+    var last: TransferProgress?
+    for await progress in transfer.progress { last = progress }
     #expect(await transfer.result() == .completed)
     #expect(FileFixtures.blake2b(downloads + "/resume.bin") == FileFixtures.blake2b(source + "/resume.bin"))
+    let sent = try #require(last?.sent)
+    #expect(sent >= UInt64(size) && Double(sent) < 1.2 * Double(size), "sent \(sent) of \(size)")
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  /// Bob stops (as a killed process would: nothing more is said about the transfer) and a
+  /// new session with his state directory meets alice again: it resumes from its `.part`
+  /// without asking anyone.
+  @Test func aReceiverRestartedWithItsStateDirectoryResumesWithoutAsking() async throws {
+    let source = FileFixtures.folder()
+    let size = 12 << 20
+    FileFixtures.write(source + "/restart.bin", size: size, seed: 9)
+    let downloads = FileFixtures.folder()
+    let state = FileFixtures.folder()
+    let alice = try await RunningSession.start("alice")
+    let transfer: OutgoingTransfer
+    var before: UInt64 = 0
+    do {
+      let bob = try await RunningSession.start("bob", identity: try PeerIdentity(directory: state))
+      try await connect(alice, bob)
+      transfer = try await alice.session.sendFiles(at: [source + "/restart.bin"], to: bob.peer.id)
+      try await bob.expectOffer().accept(into: downloads)
+      before = try await bob.expect("half") { if case .transfer(.progress(let p)) = $0, p.bytes > UInt64(size / 2) { p.bytes } else { nil } }
+      try await bob.stop()
+    }
+    #expect(FileManager.default.fileExists(atPath: downloads + "/restart.bin.part"))
+    #expect(FileFixtures.listing(state + "/transfers").contains("\(transfer.id.hex).receive"))
+    let bob = try await RunningSession.start("bob", identity: try PeerIdentity(directory: state))
+    try await connect(alice, bob)
+    let resumed = try await bob.expect("resumed") { if case .transfer(.started(let p)) = $0 { p } else { nil } }
+    #expect(resumed.bytes >= before, "resumed at \(resumed.bytes), had \(before)")
+    var last: TransferProgress?
+    for await progress in transfer.progress { last = progress }
+    #expect(await transfer.result() == .completed)
+    #expect(FileFixtures.blake2b(downloads + "/restart.bin") == FileFixtures.blake2b(source + "/restart.bin"))
+    #expect(!bob.events.all.contains { if case .transfer(.offer) = $0 { true } else { false } })
+    let sent = try #require(last?.sent)
+    #expect(Double(sent) < 1.6 * Double(size), "sent \(sent) of \(size)")
     try await alice.stop()
     try await bob.stop()
   }

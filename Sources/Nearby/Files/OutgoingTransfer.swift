@@ -19,7 +19,9 @@ public final class OutgoingTransfer: Sendable {
   public let progress: AsyncStream<TransferProgress>
   private let continuation: AsyncStream<TransferProgress>.Continuation
   private let outcome = Mutex<(end: TransferEnd?, stopped: Bool, waiters: [CheckedContinuation<TransferEnd?, Never>])>((nil, false, []))
-  private weak let session: NearbySession?
+  // Set once in init and only read afterwards. (Not `weak let`: with Swift 6.3.1, releasing
+  // an object with a `weak let` corrupted memory in these tests.)
+  private nonisolated(unsafe) weak var session: NearbySession?
 
   init(id: TransferID, peer: Peer, files: [OfferedFile], skipped: [String], session: NearbySession) {
     self.id = id
@@ -67,7 +69,9 @@ public final class OutgoingTransfer: Sendable {
 
 /// Accepting and refusing offers on behalf of the session that received them.
 final class SessionOfferResponder: OfferResponder {
-  private weak let session: NearbySession?
+  // Set once in init and only read afterwards. (Not `weak let`: with Swift 6.3.1, releasing
+  // an object with a `weak let` corrupted memory in these tests.)
+  private nonisolated(unsafe) weak var session: NearbySession?
 
   init(_ session: NearbySession) { self.session = session }
 

@@ -40,11 +40,15 @@ public struct TransferProgress: Hashable, Sendable {
   public let fileCount: Int
   /// The file being transferred.
   public let currentFile: String?
+  /// A sender's bytes of file data sent so far, those sent again after a break included (0 for
+  /// a receiver): what a resume saved shows here.
+  public let sent: UInt64
 
   package init(
     id: TransferID, peer: Peer, direction: TransferDirection, bytes: UInt64, total: UInt64, rate: UInt64, filesDone: Int, fileCount: Int,
-    currentFile: String?
+    currentFile: String?, sent: UInt64 = 0
   ) {
+    self.sent = sent
     self.id = id
     self.peer = peer
     self.direction = direction
