@@ -41,15 +41,32 @@ extension NearbySession {
     let record = TransferStore.Record(id: id, direction: .receive, peer: peer, files: offered)
     files.incoming[id] = FileTransfers.Incoming(
       state: IncomingTransferState(id: id, peer: peer, files: offered, pendingLimit: 2 * transferTuning.directWindow + 1 << 20),
-      peer: sender, queue: queue, paths: paths, record: record)
-    emit(.transfer(.offer(IncomingOffer(id: id, from: sender, files: offered, responder: SessionOfferResponder(self)))))
+      peer: sender, queue: queue, paths: paths, record: record, arrived: now)
+    switch configuration.acceptFiles {
+    case .none:
+      refuseOffer(id, "\(configuration.peer.name.value) does not take files")
+    case .all where acceptsFilesAutomatically(from: peer) && configuration.downloadsDirectory != nil:
+      startAccepting(id, into: configuration.downloadsDirectory!) { _ in }
+    default:
+      emit(.transfer(.offer(IncomingOffer(id: id, from: sender, files: offered, responder: SessionOfferResponder(self)))))
+    }
   }
 
   /// ``IncomingOffer/accept(into:)``: sets the files up below `directory`, then answers.
   func acceptOffer(_ id: TransferID, into directory: String) async throws(TransferError) {
-    guard state == .running, !shutdownRequested else { throw .notRunning }
+    let result: Result<Void, TransferError> = await withCheckedContinuation { continuation in
+      startAccepting(id, into: directory) { continuation.resume(returning: $0) }
+    }
+    try result.get()
+  }
+
+  /// Sets up the files of offer `id` below `directory` on the transfer's queue; the sender
+  /// is answered from the I/O thread once they are. `reply` is called exactly once, with
+  /// whether the files could be set up.
+  func startAccepting(_ id: TransferID, into directory: String, reply: @escaping @Sendable (Result<Void, TransferError>) -> Void) {
+    guard state == .running, !shutdownRequested else { return reply(.failure(.notRunning)) }
     guard let transfer = files.incoming[id], transfer.state.phase == .asking else {
-      throw .notFound("no offer \(id.shortHex) is waiting for an answer")
+      return reply(.failure(.notFound("no offer \(id.shortHex) is waiting for an answer")))
     }
     files.incoming[id]!.state.accepted()
     let absolute = OfferBuilder.absolutePath(directory)
@@ -58,30 +75,39 @@ extension NearbySession {
       entries[index] = FileSink.Entry(path: transfer.paths[index], size: file.size, isExecutable: file.isExecutable, isDirectory: file.isDirectory)
     }
     let wanted = entries
-    let created: Result<FileSink, FileError> = await withCheckedContinuation { continuation in
-      transfer.queue.async { continuation.resume(returning: FileSink.create(in: absolute, entries: wanted)) }
+    let queue = transfer.queue
+    let checkFreeSpace = transferTuning.checkFreeSpace
+    queue.async { [self] in
+      let created = FileSink.create(in: absolute, entries: wanted, checkFreeSpace: checkFreeSpace)
+      onLoop { session in session.accepted(id, created, queue: queue, downloads: absolute) }
+      switch created {
+      case .success: reply(.success(()))
+      case .failure(let error): reply(.failure(error.isNoSpace ? .noSpace(error.description) : .downloads(error.description)))
+      }
     }
+  }
+
+  private func accepted(_ id: TransferID, _ created: Result<FileSink, FileError>, queue: DispatchQueue, downloads: String) {
     guard files.incoming[id] != nil else {
-      if case .success(let sink) = created { transfer.queue.async { sink.discard() } }
-      throw .notFound("the offer \(id.shortHex) was withdrawn meanwhile")
+      if case .success(let sink) = created { queue.async { sink.discard() } }
+      return
     }
     switch created {
     case .failure(let error):
       var actions: [IncomingTransferState.Action] = []
       files.incoming[id]!.state.fail(error.isNoSpace ? .noSpace : .writeFailed, error.description, into: &actions)
       performIncoming(id, actions)
-      throw error.isNoSpace ? .noSpace(error.description) : .downloads(error.description)
     case .success(let sink):
-      let have = Dictionary(uniqueKeysWithValues: entries.map { ($0.key, $0.value.isDirectory ? UInt64?.none : UInt64?.some(0)) })
-      prepared(id, sink: sink, queue: transfer.queue, downloads: absolute, have: have)
+      let have = Dictionary(uniqueKeysWithValues: sink.entries.map { ($0.key, $0.value.isDirectory ? UInt64?.none : UInt64?.some(0)) })
+      prepared(id, sink: sink, queue: queue, downloads: downloads, have: have)
     }
   }
 
   /// ``IncomingOffer/refuse()``.
-  func refuseOffer(_ id: TransferID) {
+  func refuseOffer(_ id: TransferID, _ message: String? = nil) {
     guard files.incoming[id]?.state.phase == .asking else { return }
     var actions: [IncomingTransferState.Action] = []
-    files.incoming[id]!.state.cancel("\(configuration.peer.name.value) refused the offer", into: &actions)
+    files.incoming[id]!.state.cancel(message ?? "\(configuration.peer.name.value) refused the offer", into: &actions)
     performIncoming(id, actions)
   }
 
@@ -205,6 +231,7 @@ extension NearbySession {
   }
 
   private func finishIncoming(_ id: TransferID, _ end: TransferEnd) {
+    if end == .completed { emit(.transfer(.progress(incomingProgress(id, rate: 0)))) }
     guard let transfer = files.incoming.removeValue(forKey: id) else { return }
     // What was not saved goes; a record stays a week to answer the sender should it offer again.
     if end != .completed, let sink = transfer.sink { transfer.queue.async { sink.discard() } }

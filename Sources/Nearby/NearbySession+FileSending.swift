@@ -228,11 +228,13 @@ extension NearbySession {
     transfer.handle.report(progress)
   }
 
+  /// The last progress of a transfer that ended (a completed one at 100%).
   private func reportFinalProgress(_ transfer: FileTransfers.Outgoing) {
     let totals = transfer.state.totals
-    transfer.handle.report(
-      TransferProgress(
-        id: transfer.state.id, peer: transfer.peer, direction: .send, bytes: totals.done, total: totals.bytes, rate: 0,
-        filesDone: transfer.state.verifiedCount, fileCount: transfer.state.wanted.count, currentFile: nil, sent: transfer.state.bytesSent))
+    let progress = TransferProgress(
+      id: transfer.state.id, peer: transfer.peer, direction: .send, bytes: totals.done, total: totals.bytes, rate: 0,
+      filesDone: transfer.state.verifiedCount, fileCount: transfer.state.wanted.count, currentFile: nil, sent: transfer.state.bytesSent)
+    if transfer.state.phase == .finished(.completed) { emit(.transfer(.progress(progress))) }
+    transfer.handle.report(progress)
   }
 }

@@ -47,6 +47,13 @@ extension NearbySession {
     return files.outgoing[id]!.handle
   }
 
+  /// Offers waiting for an answer, oldest first.
+  public var pendingOffers: [IncomingOffer] {
+    files.incoming.values.filter { $0.state.phase == .asking }.sorted { $0.arrived < $1.arrived }.map {
+      IncomingOffer(id: $0.state.id, from: $0.peer, files: $0.state.files, responder: SessionOfferResponder(self))
+    }
+  }
+
   /// Every transfer that is not over, ours and theirs.
   public var transfers: [TransferStatus] {
     var result: [TransferStatus] = []
@@ -124,6 +131,18 @@ extension NearbySession {
     let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
     return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : nil
   }
+}
+
+/// How a session answers offers of files.
+public enum FileAcceptPolicy: String, Hashable, Sendable, CaseIterable {
+  /// Report each offer (`TransferEvent.offer(_:)`) and let the person or program answer.
+  case ask
+  /// Accept offers into ``SessionConfiguration/downloadsDirectory`` from peers the rules for
+  /// invitations accept without asking (``NearbySession/acceptsFilesAutomatically(from:)``);
+  /// ask about the others.
+  case all
+  /// Refuse every offer.
+  case none
 }
 
 /// A transfer that is not over, for a list (`/transfers`).

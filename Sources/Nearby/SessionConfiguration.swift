@@ -48,6 +48,12 @@ public struct SessionConfiguration: Sendable {
   public var isRelay = false
   /// Invite every peer found through DNS-SD (a relay's `--connect-found`), with backoff.
   public var connectFound = false
+  /// How offers of files are answered (``FileAcceptPolicy``); `ask` reports each as
+  /// `TransferEvent.offer(_:)`.
+  public var acceptFiles = FileAcceptPolicy.ask
+  /// Where files accepted by policy (or with ``IncomingOffer/accept()``) go; `nil`: only
+  /// ``IncomingOffer/accept(into:)`` with a folder accepts.
+  public var downloadsDirectory: String?
   /// Chunk size, windows and budgets of file transfers (tests and benchmarks change them).
   package var transferTuning = TransferTuning()
 

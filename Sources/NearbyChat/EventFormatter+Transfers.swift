@@ -99,7 +99,7 @@ extension EventFormatter {
         [
           ("id", .string(progress.id.hex)), ("peer", Self.peerJSON(progress.peer)), ("direction", .string(progress.direction.rawValue)),
           ("bytes", .unsigned(progress.bytes)), ("total", .unsigned(progress.total)), ("rate", .unsigned(progress.rate)),
-        ])
+        ] + (progress.direction == .send ? [("sent", .unsigned(progress.sent))] : []))
     case .finished(let id, let peer, let direction, let end, let files):
       let common: [(String, JSONValue)] = [
         ("id", .string(id.hex)), ("peer", Self.peerJSON(peer)), ("direction", .string(direction.rawValue)),

@@ -50,6 +50,20 @@ public enum NearbyCommands {
         do { return try DisplayName(text) } catch { throw OptionValueError("\(error)") }
       }
     }
+
+    public static let downloads = Option<String>(
+      OptionSpec(
+        "downloads", .value(name: "DIR"), help: "Where received files go (made if missing).",
+        default: "$XDG_DOWNLOAD_DIR/nearby or ~/Downloads/nearby"))
+    public static let acceptFiles = Option<FileAcceptPolicy>(
+      OptionSpec(
+        "accept-files", .value(name: "POLICY"),
+        help: "How to answer offers of files (all: from peers --accept would take without asking; ask about the others).",
+        default: "ask", allowed: ["ask", "all", "none"])
+    ) { text throws(OptionValueError) in
+      guard let policy = FileAcceptPolicy(rawValue: text) else { throw OptionValueError("use one of ask, all, none") }
+      return policy
+    }
   }
 
   public enum Chat {
@@ -110,6 +124,11 @@ public enum NearbyCommands {
           /decline [NAME|ID]         decline it
           /invitations               invitations waiting for your answer
           /msg NAME|ID text          a private message
+          /send NAME|ID PATH...      offer files and folders to a peer
+          /receive [OFFER]           accept an offer of files (into --downloads)
+          /refuse [OFFER]            refuse it
+          /transfers                 file transfers going on or waiting
+          /cancel [TRANSFER]         cancel a file transfer, either way
           /leave NAME|ID             end a session
           /verify NAME|ID            show the session's verification code on both sides
           /trust NAME|ID             the codes matched: remember the peer as verified
@@ -119,14 +138,70 @@ public enum NearbyCommands {
         pending messages are delivered or failed.
         """,
       options: [
-        name.spec, Common.service.spec, accept.spec, allow.spec, info.spec, connect.spec, inviteTimeout.spec, Common.port.spec,
-        Common.json.spec, plain.spec, noColor.spec, noBell.spec, noHistory.spec, scrollback.spec, script.spec, Common.stateDirectory.spec,
+        name.spec, Common.service.spec, accept.spec, allow.spec, info.spec, connect.spec, inviteTimeout.spec, Common.acceptFiles.spec,
+        Common.downloads.spec, Common.port.spec, Common.json.spec, plain.spec, noColor.spec, noBell.spec, noHistory.spec, scrollback.spec,
+        script.spec, Common.stateDirectory.spec,
       ],
       examples: [
         "nearby chat --name alice",
         "nearby chat --name bob --accept all --plain",
         "echo '/peers' | nearby chat --name carol --json",
       ])
+  }
+
+  public enum Send {
+    public static let to = Option<String>(
+      OptionSpec("to", .value(name: "NAME|ID"), help: "The peer to send to: its name (any case) or 4+ hex digits of its id."))
+    public static let name = Common.displayName(
+      OptionSpec("name", short: "n", .value(name: "NAME"), help: "Our display name.", default: "the host name", environment: "NEARBY_NAME"))
+    public static let connect = Common.connect(help: "Reach the peer there instead of finding it with DNS-SD.")
+    public static let timeout = Common.seconds(
+      OptionSpec(
+        "timeout", .value(name: "SECONDS"), help: "Give up when the peer cannot be found or reached for this long (also after a break).",
+        default: "60"),
+      in: 0.1...1e7, hint: "give a number of seconds, for example 30")
+
+    public static let spec = CommandSpec(
+      name: "send", abstract: "Send files and folders to a peer, and wait until it has verified every one.",
+      discussion: """
+        Finds the peer (or dials --connect), invites it, offers the files and waits: until the
+        peer has checked the BLAKE2b of every file and saved it (exit 0), or refused, failed
+        or cancelled (exit 1, with the reason). A lost connection is resumed where it
+        stopped, also after this command or the receiver is started again with the same
+        state directory. Progress goes to stderr at most once a second (--json: JSON
+        events on stdout). Ctrl-C cancels the transfer.
+        """,
+      options: [
+        to.spec, name.spec, Common.service.spec, connect.spec, timeout.spec, Common.port.spec, Common.json.spec, Common.stateDirectory.spec,
+      ],
+      arguments: [ArgumentSpec("paths", help: "Files and folders to send.", variadic: true)],
+      examples: ["nearby send --to bob notes.txt photos/", "nearby send --to 5e6f7a8b --connect 192.0.2.7:4000 backup.tar"])
+  }
+
+  public enum Receive {
+    public static let from = Option<String>(
+      OptionSpec("from", .value(name: "NAME|ID"), help: "Take invitations and offers only from this peer (its name or 4+ hex digits of its id)."))
+    public static let name = Common.displayName(
+      OptionSpec("name", short: "n", .value(name: "NAME"), help: "Our display name.", default: "the host name", environment: "NEARBY_NAME"))
+    public static let timeout = Common.seconds(
+      OptionSpec("timeout", .value(name: "SECONDS"), help: "Give up when no offer came within this long.", default: "wait for ever"),
+      in: 0.1...1e7, hint: "give a number of seconds, for example 300")
+
+    public static let spec = CommandSpec(
+      name: "receive", abstract: "Wait for one offer of files, receive it, print where each file was saved.",
+      discussion: """
+        Advertises itself, accepts invitations (only --from's with --from) and waits for an
+        offer. With --accept-files all it is accepted at once; otherwise the offer is shown
+        and a line 'y' on stdin accepts it. Files arrive as NAME.part, checked against their
+        BLAKE2b, then renamed; nothing is overwritten. Exit 0 once every file is saved (the
+        paths on stdout, one per line), 1 on a failure or when refused. Started again with
+        the same state directory, it resumes an interrupted transfer.
+        """,
+      options: [
+        from.spec, Common.downloads.spec, Common.acceptFiles.spec, name.spec, Common.service.spec, timeout.spec, Common.port.spec,
+        Common.json.spec, Common.stateDirectory.spec,
+      ],
+      examples: ["nearby receive --accept-files all", "nearby receive --from alice --downloads /srv/inbox --accept-files all"])
   }
 
   public enum Browse {
@@ -238,7 +313,7 @@ public enum NearbyCommands {
   public static let root = CommandSpec(
     name: "nearby", abstract: "Peer-to-peer messaging for machines on one LAN.",
     discussion: "Peers find each other with DNS-SD (Avahi), invite each other, and talk over TCP.",
-    subcommands: [Chat.spec, Browse.spec, Relay.spec, Peers.spec, Bench.spec, Lab.spec],
+    subcommands: [Chat.spec, Send.spec, Receive.spec, Browse.spec, Relay.spec, Peers.spec, Bench.spec, Lab.spec],
     examples: ["nearby chat --name alice", "nearby browse --timeout 5", "nearby help chat"])
 }
 

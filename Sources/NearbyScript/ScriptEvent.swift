@@ -35,6 +35,7 @@ public struct ScriptEvent: Sendable, Equatable {
     case .who(let connected, _): self.init(kind: .who, peers: connected, text: display)
     case .relayed(let relayed): self.init(kind: .relayed, peers: relayed.map(\.peer), text: display)
     case .invitations(let pending): self.init(kind: .invitations, peers: pending.map(\.peer), text: display)
+    case .transfers(let transfers): self.init(kind: .transfers, peers: transfers.map(\.progress.peer), text: display)
     case .notice(let text): self.init(kind: .notice, text: text, display: display)
     case .error(let text): self.init(kind: .error, text: text, display: display, isCommandError: true)
     case .settled: return nil

@@ -8,7 +8,7 @@ public enum ScriptEventKind: String, Sendable, CaseIterable {
   case peers, who, invitations, foreign, rejected
   case reachable, unreachable, relayed
   case verification, trusted, impostor
-  case offer, transfer
+  case offer, transfer, transfers
   case transferDone = "transfer-done"
   case transferFailed = "transfer-failed"
   case transferCancelled = "transfer-cancelled"

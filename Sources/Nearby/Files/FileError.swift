@@ -102,6 +102,17 @@ enum FileCalls {
     return UInt64(info.f_bavail) * UInt64(info.f_frsize)
   }
 
+  /// Bytes free for us where `path` is, or would be made (its nearest existing folder).
+  static func freeBytes(at path: String) -> UInt64? {
+    var current = path
+    while true {
+      var info = statvfs()
+      if statvfs(current, &info) == 0 { return UInt64(info.f_bavail) * UInt64(info.f_frsize) }
+      guard errno == ENOENT, let slash = current.lastIndex(of: "/") else { return nil }
+      current = slash == current.startIndex ? "/" : String(current[..<slash])
+    }
+  }
+
   static func isRegular(_ info: stat) -> Bool { info.st_mode & S_IFMT == S_IFREG }
   static func isDirectory(_ info: stat) -> Bool { info.st_mode & S_IFMT == S_IFDIR }
 }

@@ -66,19 +66,19 @@ final class FileSink: @unchecked Sendable {
   /// Sets up a new transfer: checks the free space, picks names that do not exist yet, makes
   /// the folders and creates every wanted file's `.part`.
   /// - Returns: the sink and the entries as placed (the first component may have changed).
-  static func create(in path: String, entries wanted: [Int: Entry]) -> Result<FileSink, FileError> {
-    let root: Int32
-    switch openFolder(path) {
-    case .success(let fd): root = fd
-    case .failure(let error): return .failure(error)
-    }
+  static func create(in path: String, entries wanted: [Int: Entry], checkFreeSpace: Bool = true) -> Result<FileSink, FileError> {
+    // The space first, where the folder is or will be: a refusal leaves nothing behind.
     let needed = wanted.values.reduce(UInt64(0)) { $0 + $1.size }
-    if let free = FileCalls.freeBytes(root), free < needed + (1 << 20) {
-      close(root)
+    if checkFreeSpace, let free = FileCalls.freeBytes(at: path), free < needed + (1 << 20) {
       return .failure(
         FileError(
           "not enough free space in \(path): the offer needs \(needed.byteCount), \(free.byteCount) are free; free some space or choose another download folder",
           code: ENOSPC))
+    }
+    let root: Int32
+    switch openFolder(path) {
+    case .success(let fd): root = fd
+    case .failure(let error): return .failure(error)
     }
     var placed = wanted
     // Every top-level name gets a number when something of that name (or its .part) exists.

@@ -65,6 +65,8 @@ struct FileTransfers {
     var record: TransferStore.Record
     var meter = ProgressMeter()
     var saved: [Int: TransferredFile] = [:]
+    /// When the offer came (``NearbySession/pendingOffers`` oldest first).
+    var arrived: Duration = .zero
   }
 
   static func queue(_ id: TransferID) -> DispatchQueue {

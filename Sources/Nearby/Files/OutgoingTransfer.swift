@@ -73,7 +73,12 @@ final class SessionOfferResponder: OfferResponder {
   // an object with a `weak let` corrupted memory in these tests.)
   private nonisolated(unsafe) weak var session: NearbySession?
 
-  init(_ session: NearbySession) { self.session = session }
+  let downloads: String?
+
+  init(_ session: NearbySession) {
+    self.session = session
+    downloads = session.configuration.downloadsDirectory
+  }
 
   func accept(_ id: TransferID, into directory: String) async throws(TransferError) {
     guard let session else { throw .notRunning }

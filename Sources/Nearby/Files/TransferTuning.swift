@@ -23,6 +23,10 @@ package struct TransferTuning: Sendable {
   package var maximumPendingOffers = 32
   package var maximumActiveTransfers = 64
 
+  /// Refuse an offer that does not fit the download folder's free space (off: tests of a
+  /// disk that fills up during a transfer).
+  package var checkFreeSpace = true
+
   // Faults for tests of a misbehaving sender (never set in a product).
   /// Flip a bit of the first chunk sent of each file (after hashing it): a corrupted chunk.
   package var corruptFirstChunk = false

@@ -99,6 +99,8 @@ public enum TransferEvent: Hashable, Sendable {
 
 /// What accepting or refusing an offer goes through (the session that received it).
 package protocol OfferResponder: Sendable {
+  /// Where ``IncomingOffer/accept()`` puts files.
+  var downloads: String? { get }
   func accept(_ id: TransferID, into directory: String) async throws(TransferError)
   func refuse(_ id: TransferID) async
 }
@@ -126,6 +128,18 @@ public struct IncomingOffer: Hashable, Sendable {
   ///   is not enough free space (the sender is told).
   public func accept(into directory: String) async throws(TransferError) {
     guard let responder else { throw .notFound("the offer \(id.shortHex) is gone") }
+    try await responder.accept(id, into: directory)
+  }
+
+  /// Accepts every file into the session's ``downloads`` folder
+  /// (`SessionConfiguration.downloadsDirectory`).
+  /// - Throws: ``TransferError`` as ``accept(into:)`` does, and when the session has no
+  ///   download folder.
+  public func accept() async throws(TransferError) {
+    guard let responder else { throw .notFound("the offer \(id.shortHex) is gone") }
+    guard let directory = responder.downloads else {
+      throw .downloads("no download folder is set: accept into a folder, or set SessionConfiguration.downloadsDirectory")
+    }
     try await responder.accept(id, into: directory)
   }
 
