@@ -158,6 +158,7 @@ extension NearbySession {
           if !connection.notifyWhenQueued(below: budget / 2) { continue }
           break
         }
+        guard withinRate(chunk.data.count) else { break }
         var data = chunk.data
         if transferTuning.corruptFirstChunk, !files.outgoing[id]!.corrupted.contains(chunk.index) {
           files.outgoing[id]!.corrupted.insert(chunk.index)
@@ -203,6 +204,34 @@ extension NearbySession {
     guard result == .queued else { return false }
     machine.noteSent(on: route.connection, now: now)
     return true
+  }
+
+  // MARK: Rate
+
+  /// Whether `count` more bytes fit ``SessionConfiguration/maximumFileRate`` now (they are
+  /// counted); if not, the pump runs again when they will.
+  private func withinRate(_ count: Int) -> Bool {
+    guard let rate = configuration.maximumFileRate, rate > 0 else { return true }
+    let current = now
+    let elapsed = current - files.allowanceAt
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let burst = Double(max(transferTuning.chunkSize, Int(rate / 8)))
+    files.allowance = min(burst, files.allowance + seconds * Double(rate))
+    files.allowanceAt = current
+    if files.allowance >= Double(count) {
+      files.allowance -= Double(count)
+      return true
+    }
+    if files.rateTimer == nil {
+      let wait = Duration.milliseconds(Int64(max(1, (Double(count) - files.allowance) / Double(rate) * 1000)))
+      files.rateTimer = loop.schedule(after: wait) { [self] in
+        assumeIsolated { session in
+          session.files.rateTimer = nil
+          for id in Array(session.files.outgoing.keys) { session.pump(id) }
+        }
+      }
+    }
+    return false
   }
 
   // MARK: Progress

@@ -60,7 +60,9 @@ extension NearbySession {
   func stopFileTransfers() {
     files.stopped = true
     if let timer = files.timer { loop.cancelTimer(timer) }
+    if let timer = files.rateTimer { loop.cancelTimer(timer) }
     files.timer = nil
+    files.rateTimer = nil
     for (_, transfer) in files.outgoing { transfer.handle.finish(nil) }
     files.outgoing = [:]
     files.incoming = [:]

@@ -54,6 +54,9 @@ public struct SessionConfiguration: Sendable {
   /// Where files accepted by policy (or with ``IncomingOffer/accept()``) go; `nil`: only
   /// ``IncomingOffer/accept(into:)`` with a folder accepts.
   public var downloadsDirectory: String?
+  /// Bytes per second our file transfers may send, all together; `nil`: as fast as the
+  /// network and the receivers go.
+  public var maximumFileRate: UInt64?
   /// Chunk size, windows and budgets of file transfers (tests and benchmarks change them).
   package var transferTuning = TransferTuning()
 

@@ -39,6 +39,7 @@ public actor FileSendCommand {
   private var connected = false
   private var inviting = false
   private var invitedAt = ContinuousClock.now
+  private var relaysInvited: Set<PeerID> = []
   private var unreachableSince = ContinuousClock.now
   private var exitCode: Int32?
   private var lastProgress: ContinuousClock.Instant?
@@ -130,6 +131,8 @@ public actor FileSendCommand {
       }
       inviting = false
       await start(connectedPeer)
+    case .disconnected(let gone, _) where relaysInvited.contains(gone.id):
+      relaysInvited.remove(gone.id)
     case .disconnected(let gone, let reason) where peer?.id == gone.id:
       connected = false
       inviting = false
@@ -227,6 +230,15 @@ public actor FileSendCommand {
         let hint = options.connect.isEmpty ? "is it running, on this network, with the same --service?" : "is it listening there?"
         await finish(1, "Error: could not reach \(who) within \(options.timeout): \(hint)")
         return
+      }
+      // Not found directly after a moment: the relays found may reach it (their rosters say).
+      if discovered == nil, options.connect.isEmpty, ContinuousClock.now - unreachableSince > .seconds(2) {
+        let connectedPeers = await session.connectedPeers.map(\.id)
+        for relay in await session.discoveredPeers
+        where relay.isRelay && !connectedPeers.contains(relay.peer.id) && !relaysInvited.contains(relay.peer.id) {
+          relaysInvited.insert(relay.peer.id)
+          await session.invite(relay)
+        }
       }
       // An attempt still in flight gets the connect timeout and a moment; then another.
       if inviting, ContinuousClock.now - invitedAt < .seconds(7) { continue }

@@ -161,6 +161,22 @@ public enum NearbyCommands {
         default: "60"),
       in: 0.1...1e7, hint: "give a number of seconds, for example 30")
 
+    public static let rate = Option<UInt64>(
+      OptionSpec("rate", .value(name: "BYTES"), help: "Send at most this many bytes a second (k, M, G: 1000s).", default: "no limit")
+    ) { text throws(OptionValueError) in
+      let units: [Character: UInt64] = ["k": 1000, "K": 1000, "m": 1_000_000, "M": 1_000_000, "g": 1_000_000_000, "G": 1_000_000_000]
+      var digits = Substring(text)
+      var unit: UInt64 = 1
+      if let last = digits.last, let scale = units[last] {
+        unit = scale
+        digits = digits.dropLast()
+      }
+      guard let value = Double(digits), value > 0, value * Double(unit) >= 1000 else {
+        throw OptionValueError("give a rate of at least 1000 bytes a second, for example 500k or 2M")
+      }
+      return UInt64(value * Double(unit))
+    }
+
     public static let spec = CommandSpec(
       name: "send", abstract: "Send files and folders to a peer, and wait until it has verified every one.",
       discussion: """
@@ -172,7 +188,8 @@ public enum NearbyCommands {
         events on stdout). Ctrl-C cancels the transfer.
         """,
       options: [
-        to.spec, name.spec, Common.service.spec, connect.spec, timeout.spec, Common.port.spec, Common.json.spec, Common.stateDirectory.spec,
+        to.spec, name.spec, Common.service.spec, connect.spec, timeout.spec, rate.spec, Common.port.spec, Common.json.spec,
+        Common.stateDirectory.spec,
       ],
       arguments: [ArgumentSpec("paths", help: "Files and folders to send.", variadic: true)],
       examples: ["nearby send --to bob notes.txt photos/", "nearby send --to 5e6f7a8b --connect 192.0.2.7:4000 backup.tar"])

@@ -9,6 +9,7 @@ struct SendTool: Tool {
 
   let setup: SessionSetup
   let options: FileSendCommand.Options
+  let rate: UInt64?
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let name = try parsed.value(Options.name) ?? (try? DisplayName(environment.hostName)) ?? (try! DisplayName("nearby"))
@@ -22,13 +23,16 @@ struct SendTool: Tool {
     options = FileSendCommand.Options(
       target: target, paths: paths, connect: try parsed.values(Options.connect), timeout: try parsed.value(Options.timeout, default: .seconds(60)),
       json: parsed.isSet(NearbyCommands.Common.json))
+    rate = try parsed.value(Options.rate)
   }
 
   func run(signals: AsyncStream<Int32>?) async -> Int32 {
+    let rate = self.rate
     guard
       let (identity, session) = setup.makeSession({ configuration in
-        // It invites; nobody needs to find it. Invitations (a relay's) are answered by the command.
-        configuration.advertise = false
+        configuration.maximumFileRate = rate
+        // Advertised, so that relays that invite whom they find (--connect-found) can join it
+        // to peers on other segments. Invitations are answered by the command (only relays').
         configuration.acceptPolicy = .ask
         configuration.acceptFiles = .none
       })

@@ -18,6 +18,10 @@ struct FileTransfers {
   var pending: [(TransferFrame, PeerID)] = []
   var timer: UInt64?
   var stopped = false
+  /// ``SessionConfiguration/maximumFileRate``: bytes that may go now, and when they were counted.
+  var allowance: Double = 0
+  var allowanceAt: Duration = .zero
+  var rateTimer: UInt64?
 
   /// One of our offers.
   struct Outgoing {
