@@ -40,6 +40,7 @@ public struct BenchRunner: Sendable {
     if wants("throughput") { results += try await throughput() }
     if wants("handshake") { results += try await handshake() }
     if wants("fanout") { results += try await fanOut() }
+    if wants("files") { results += try await files() }
     results += memoryResults
     if wants("discovery") { results += try await discovery() }
     return results
