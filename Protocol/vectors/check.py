@@ -26,7 +26,10 @@ MAX_FRAME_LENGTH = 2097152
 MAX_BODY = 1245330       # the sealed maximum; a direct body over 1048576 is the session's to refuse
 NAMES = {1: "HELLO", 2: "INVITE", 3: "ACCEPT", 4: "DECLINE", 5: "MESSAGE", 6: "DELIVERED",
          7: "PING", 8: "PONG", 9: "GOODBYE", 10: "ERROR", 11: "ROSTER", 12: "UNDELIVERABLE",
-         13: "VERIFY", 14: "RESUME"}
+         13: "VERIFY", 14: "RESUME", 15: "FILE"}
+FILE_KINDS = {1: "OFFER", 2: "ACCEPT", 3: "CHUNK", 4: "END", 5: "ACK", 6: "RESEND",
+              7: "VERIFIED", 8: "CANCEL"}
+MAX_FILE_FRAME = 1048576  # section 13.2: it must fit an envelope's body through relays
 ERRORS = {"emptyFrame", "frameTooLarge", "unknownFrameType", "malformedFrame", "invalidHello",
           "truncated"}
 
@@ -176,8 +179,67 @@ def decode_payload(type_code, payload):
         if flags & 2 and not flags & 1:
             raise malformed("RESUME delivered without received")
         f.update(sessionID=session, flags=flags, received=received, delivered=delivered)
+    elif name == "FILE":
+        decode_file(r, f, len(payload) + 1)
     r.end()
     return f
+
+
+def decode_file(r, f, length):
+    """Section 13.2: kind, transfer id, then the kind's fields."""
+    if length > MAX_FILE_FRAME:
+        raise malformed("FILE frame over 1 MiB")
+    kind = r.u8()
+    if kind not in FILE_KINDS:
+        raise malformed("FILE kind %d" % kind)
+    transfer = r.id128()
+    if transfer == ZERO_ID:
+        raise malformed("all-zero transfer id")
+    f.update(kind=FILE_KINDS[kind], transferID=transfer)
+    if kind == 1:
+        count = r.u16()
+        if not 1 <= count <= 4096:
+            raise malformed("OFFER count out of range")
+        files = []
+        for _ in range(count):
+            size, flags, raw_name = r.uint(8), r.u8(), r.blob(2)
+            if not 1 <= len(raw_name) <= 4096:
+                raise malformed("OFFER name of %d bytes" % len(raw_name))
+            if size > 2**62:
+                raise malformed("OFFER size above 2^62")
+            if flags & 2 and size:
+                raise malformed("a folder with a size")
+            files.append({"size": str(size), "flags": flags, "name": utf8(raw_name)})
+        f.update(files=files)
+    elif kind == 2:
+        count = r.u16()
+        if not 1 <= count <= 4096:
+            raise malformed("ACCEPT count out of range")
+        files = []
+        for _ in range(count):
+            index, status, offset = r.u16(), r.u8(), r.u64()
+            if status > 1:
+                raise malformed("ACCEPT status %d" % status)
+            if any(e["index"] == index for e in files):
+                raise malformed("ACCEPT lists a file twice")
+            files.append({"index": index, "status": status, "offset": offset})
+        f.update(files=files)
+    elif kind == 3:
+        index, offset, data = r.u16(), r.u64(), r.blob(4)
+        if not 1 <= len(data) <= 524288:
+            raise malformed("CHUNK of %d bytes" % len(data))
+        f.update(index=index, offset=offset, data=data.hex())
+    elif kind == 4:
+        f.update(index=r.u16(), size=r.u64(), blake2b=r.take(32).hex())
+    elif kind in (5, 6):
+        f.update(index=r.u16(), offset=r.u64())
+    elif kind == 7:
+        f.update(index=r.u16())
+    else:
+        reason, text = r.u8(), r.blob(2)
+        if len(text) > 1024:
+            raise malformed("CANCEL message over 1024 bytes")
+        f.update(reason=reason, message=utf8(text))
 
 
 class Decoder:
@@ -294,11 +356,12 @@ def main():
     for state, legal in states["states"].items():
         if not set(legal) <= set(NAMES.values()) or len(set(legal)) != len(legal):
             failures.append("states.json: bad list for " + state)
-    # Section 5.2: HELLO only as the handshake's frame, VERIFY only when connected, ROSTER only
-    # from a relay.
+    # Section 5.2: HELLO only as the handshake's frame, VERIFY and FILE only when connected,
+    # ROSTER only from a relay.
     where = lambda name: {s for s, legal in states["states"].items() if name in legal}
     for name, expected in [("HELLO", {"awaitingHello"}), ("VERIFY", {"connected", "connectedToRelay"}),
                            ("ROSTER", {"connectedToRelay"}), ("RESUME", {"idleListener", "resuming"}),
+                           ("FILE", {"connected", "connectedToRelay"}),
                            ("ACCEPT", {"inviting"}), ("DECLINE", {"inviting", "resuming"})]:
         if where(name) != expected:
             failures.append("states.json: %s legal in %s" % (name, sorted(where(name))))

@@ -17,6 +17,7 @@ Python 3.8+, standard library only. The output is deterministic (no randomness, 
 fixed order, 2-space indentation), so regenerating an unchanged script changes nothing.
 """
 
+import hashlib
 import json
 import os
 import struct
@@ -32,7 +33,14 @@ TYPES = {                     # section 4
     "HELLO": 0x01, "INVITE": 0x02, "ACCEPT": 0x03, "DECLINE": 0x04, "MESSAGE": 0x05,
     "DELIVERED": 0x06, "PING": 0x07, "PONG": 0x08, "GOODBYE": 0x09, "ERROR": 0x0A,
     "ROSTER": 0x0B, "UNDELIVERABLE": 0x0C, "VERIFY": 0x0D, "RESUME": 0x0E,
+    "FILE": 0x0F,
 }
+FILE_KINDS = {                # section 13.2
+    "OFFER": 1, "ACCEPT": 2, "CHUNK": 3, "END": 4, "ACK": 5, "RESEND": 6, "VERIFIED": 7,
+    "CANCEL": 8,
+}
+MAX_FILE_FRAME = 1_048_576    # section 13.2: a FILE frame fits an envelope's body
+MAX_CHUNK = 524_288
 
 with open(os.path.join(HERE, "crypto.json"), encoding="utf-8") as _f:
     CRYPTO = json.load(_f)
@@ -114,6 +122,29 @@ def resume(session=1, flags=0, received=0, delivered=0):
     return u64(session) + u8(flags) + u64(received) + u64(delivered)
 
 
+def file_payload(f):
+    """A FILE frame's payload (section 13.2) from its JSON-like dict."""
+    kind = f["kind"]
+    p = u8(FILE_KINDS[kind]) + f["transferID"]
+    if kind == "OFFER":
+        p += u16(len(f["files"])) + b"".join(
+            u64(e["size"]) + u8(e["flags"]) + str16(e["name"]) for e in f["files"])
+    elif kind == "ACCEPT":
+        p += u16(len(f["files"])) + b"".join(
+            u16(e["index"]) + u8(e["status"]) + u64(e["offset"]) for e in f["files"])
+    elif kind == "CHUNK":
+        p += u16(f["index"]) + u64(f["offset"]) + bytes32(f["data"])
+    elif kind == "END":
+        p += u16(f["index"]) + u64(f["size"]) + f["blake2b"]
+    elif kind in ("ACK", "RESEND"):
+        p += u16(f["index"]) + u64(f["offset"])
+    elif kind == "VERIFIED":
+        p += u16(f["index"])
+    elif kind == "CANCEL":
+        p += u8(f["reason"]) + str16(f["message"])
+    return p
+
+
 def encode_payload(f):
     """Payload of a frame given as a dict with native values (ints, bytes, str)."""
     t = f["type"]
@@ -145,6 +176,8 @@ def encode_payload(f):
         return b""
     if t == "RESUME":
         return resume(f["sessionID"], f["flags"], f["received"], f["delivered"])
+    if t == "FILE":
+        return file_payload(f)
     raise ValueError(t)
 
 
@@ -155,7 +188,7 @@ def encode(f):
 # --- JSON form of a frame: u64 as decimal strings, ids and blobs as lowercase hex ---------
 
 U64_FIELDS = {"invitationID", "messageID", "timestamp", "nonce", "ids", "sessionID", "received",
-              "delivered"}
+              "delivered", "size", "offset"}
 
 
 def to_json(value, key=None):
@@ -203,10 +236,12 @@ H("hello-bob", "The HELLO bob's handshake carries (the responderPayload of crypt
 H("hello-relay", "A relay: capability bit 1 (0x00000002) set.", "relay-1", caps=0x2, peer=BOB)
 H("hello-resume", "A peer that resumes sessions (section 6.5): capability bit 2 "
   "(0x00000004) set.", "alice", caps=0x4)
+H("hello-files", "A peer that takes part in file transfers: capability bit 3 (0x00000008, "
+  "section 13).", "bob", caps=0x8, peer=BOB)
 H("hello-reserved-bits", "Every capability bit set, including bit 0 (reserved: it was "
-  "'encryption' in version 1) and the reserved bits 3-31: unknown bits are ignored, not "
-  "rejected, and the decoded value keeps them as received.", "carol", caps=0xFFFFFFFF,
-  peer=CAROL)
+  "'encryption' in version 1), bit 2 (resume), bit 3 (files) and the reserved bits 4-31: "
+  "unknown bits are ignored, not rejected, and the decoded value keeps them as received.",
+  "carol", caps=0xFFFFFFFF, peer=CAROL)
 H("hello-unknown-bits", "Only reserved bits set (0x80000008).", "dave", caps=0x80000008,
   peer=DAVE)
 H("hello-version-range-wide", "minVersion 1, maxVersion 255: valid; the range contains 2.",
@@ -388,6 +423,69 @@ valid("resume-max-values", "sessionID 2^64-1, received and delivered 2^64-1 (ids
 valid("resume-message-id-0", "Received and taken up to message id 0: the flags, not the value, "
       "say that an id is present.", sessionID=0, flags=3, received=0, delivered=0)
 
+# FILE (section 13): one frame type, its kind byte first, then the transfer id.
+TID = bytes.fromhex("3fa9c2d1e0b14f5a8c7d6e5f40312233")
+TMAX = b"\xff" * 16
+
+
+def F(vector_name, description, kind, transfer=TID, **fields):
+    valid(vector_name, description, kind=kind, transferID=transfer, **fields)
+
+
+def offered(name, size, flags=0):
+    return {"size": size, "flags": flags, "name": name}
+
+
+def accepted(index, status=0, offset=0):
+    return {"index": index, "status": status, "offset": offset}
+
+
+def blake2b(data):
+    """A file's hash as END carries it (section 13.4): BLAKE2b-256, no key, no label."""
+    return hashlib.blake2b(data, digest_size=32).digest()
+
+
+F("file-offer-one", "OFFER of one 5-byte file.", "OFFER", files=[offered("notes.txt", 5)])
+F("file-offer-folder", "OFFER of a folder: files below it (one executable, flags bit 0), an "
+  "empty folder (flags bit 1, size 0) and a name in two scripts; names use '/' between "
+  "folders.", "OFFER", files=[
+      offered("photos/a.jpg", 1_234_567), offered("photos/run.sh", 120, flags=1),
+      offered("photos/empty", 0, flags=2), offered("photos/Grüße 👋.txt", 0)])
+F("file-offer-hostile-names", "Names a receiver must make safe (section 13.5) are valid on the "
+  "wire: '..', an absolute path, U+0000, a Windows device name, 300 bytes, a right-to-left "
+  "override. The receiver saves them as x, etc/passwd, a_b, _CON, a 200-byte name and "
+  "_txt.exe.", "OFFER", files=[
+      offered("../x", 1), offered("/etc/passwd", 2), offered("a\u0000b", 3), offered("CON", 4),
+      offered("é" * 150, 5), offered("\u202etxt.exe", 6)])
+F("file-offer-limits", "The largest size (2^62) and the largest transfer id; unknown flags "
+  "bits (0x84: bit 2 and bit 7) are kept.", "OFFER", transfer=TMAX,
+  files=[offered("huge.img", 2**62), offered("odd", 7, flags=0x84)])
+F("file-accept-fresh", "ACCEPT of the only file, from the start.", "ACCEPT",
+  files=[accepted(0)])
+F("file-accept-resume", "ACCEPT after a break: file 0 is already saved (status 1 'have', "
+  "offset its size), file 2 resumes at 1 MiB, file 3 from the start; file 1 is not wanted "
+  "(not listed).", "ACCEPT", files=[
+      accepted(0, 1, 5), accepted(2, 0, 1_048_576), accepted(3, 0, 0)])
+F("file-chunk", "CHUNK: the 5 bytes of file 0.", "CHUNK", index=0, offset=0, data=b"hello")
+F("file-chunk-far", "CHUNK of file 4095 at offset 2^40+1, 300 bytes.", "CHUNK", index=4095,
+  offset=2**40 + 1, data=PATTERN_300)
+F("file-end", "END of file 0: its size and the BLAKE2b-256 of 'hello' (b2sum -l 256 prints "
+  "the same).", "END", index=0, size=5, blake2b=blake2b(b"hello"))
+F("file-end-empty", "END of an empty file: no CHUNK came before it; the hash of nothing.",
+  "END", index=3, size=0, blake2b=blake2b(b""))
+F("file-ack", "ACK: 1 MiB of file 2 is written.", "ACK", index=2, offset=1_048_576)
+F("file-resend", "RESEND: bytes went missing on a relayed route; send file 2 again from "
+  "131072.", "RESEND", index=2, offset=131_072)
+F("file-verified", "VERIFIED: file 0 matched its hash and was saved.", "VERIFIED", index=0)
+F("file-cancel", "CANCEL reason 1 cancelled, with a message for people.", "CANCEL", reason=1,
+  message="cancelled by alice")
+F("file-cancel-refused", "CANCEL reason 2 refused: the receiver's answer to an offer it does "
+  "not want.", "CANCEL", reason=2, message="bob refused the offer")
+F("file-cancel-integrity", "CANCEL reason 3 integrity, empty message.", "CANCEL", reason=3,
+  message="")
+F("file-cancel-unknown-reason", "CANCEL reason 200 is not defined: valid, treated as "
+  "cancelled, the number kept.", "CANCEL", reason=200, message="?")
+
 
 # --- invalid vectors -----------------------------------------------------------------------
 
@@ -440,10 +538,10 @@ invalid("truncated-at-max-length", "truncated", "Length exactly MAX_FRAME_LENGTH
 
 # unknownFrameType: a valid length, a type byte the frame decoder does not define (3.15).
 invalid("unknown-type-0x00", "unknownFrameType", "Type 0x00, no payload.", frame(0x00, b""))
-invalid("unknown-type-0x0f", "unknownFrameType", "Type 0x0F (just after RESUME), no payload.",
-        frame(0x0F, b""))
-invalid("unknown-type-0x0f-with-payload", "unknownFrameType", "Type 0x0F with an 8-byte "
-        "payload.", frame(0x0F, u64(1)))
+invalid("unknown-type-0x13", "unknownFrameType", "Type 0x13 (just after CLOSE), no payload.",
+        frame(0x13, b""))
+invalid("unknown-type-0x13-with-payload", "unknownFrameType", "Type 0x13 with an 8-byte "
+        "payload.", frame(0x13, u64(1)))
 invalid("unknown-type-0x10-handshake", "unknownFrameType", "Type 0x10 (HANDSHAKE) inside the "
         "record stream: the connection's own types are not frames of section 4.",
         frame(0x10, b"\x01"))
@@ -634,10 +732,63 @@ for suffix, bad, what in BAD_UTF8:
             frame(T["HELLO"], hello(name=b"ab" + bad)))
 
 
+# malformedFrame: FILE frames (section 13.2).
+def file_frame(kind, rest, transfer=TID):
+    return frame(T["FILE"], u8(kind) + transfer + rest)
+
+
+OFFER1 = u64(5) + u8(0) + str16("notes.txt")
+invalid("file-empty", M, "FILE with no payload (no kind).", frame(T["FILE"], b""))
+invalid("file-kind-0", M, "FILE kind 0 (kinds are 1 to 8).", file_frame(0, u16(0) + u64(0)))
+invalid("file-kind-9", M, "FILE kind 9.", file_frame(9, u16(0)))
+invalid("file-transfer-id-short", M, "FILE whose transfer id has 15 bytes.",
+        frame(T["FILE"], u8(7) + TID[:15]))
+invalid("file-zero-transfer-id", M, "FILE with the all-zero transfer id.",
+        file_frame(7, u16(0), transfer=ZERO))
+invalid("file-offer-count-0", M, "OFFER of no file.", file_frame(1, u16(0)))
+invalid("file-offer-count-4097", M, "OFFER count 4097 (limit 4096), no entries.",
+        file_frame(1, u16(4097)))
+invalid("file-offer-entries-past-end", M, "OFFER count 2 with one entry.",
+        file_frame(1, u16(2) + OFFER1))
+invalid("file-offer-name-empty", M, "OFFER entry with an empty name.",
+        file_frame(1, u16(1) + u64(5) + u8(0) + str16("")))
+invalid("file-offer-name-4097-bytes", M, "OFFER entry whose name length is 4097 (limit "
+        "4096), no name bytes.", file_frame(1, u16(1) + u64(5) + u8(0) + u16(4097)))
+for suffix, bad, what in BAD_UTF8[:3]:
+    invalid("file-offer-name-utf8-" + suffix, M, "OFFER name with invalid UTF-8: " + what + ".",
+            file_frame(1, u16(1) + u64(5) + u8(0) + str16(b"ab" + bad)))
+invalid("file-offer-size-above-2^62", M, "OFFER of a file of 2^62+1 bytes.",
+        file_frame(1, u16(1) + u64(2**62 + 1) + u8(0) + str16("big")))
+invalid("file-offer-folder-with-size", M, "OFFER of an empty folder (flags bit 1) with a "
+        "size of 1.", file_frame(1, u16(1) + u64(1) + u8(2) + str16("dir")))
+invalid("file-offer-trailing-byte", M, "A valid OFFER followed by one byte.",
+        file_frame(1, u16(1) + OFFER1 + b"\x00"))
+invalid("file-accept-count-0", M, "ACCEPT of no file.", file_frame(2, u16(0)))
+invalid("file-accept-status-2", M, "ACCEPT entry with status 2 (0 send, 1 have).",
+        file_frame(2, u16(1) + u16(0) + u8(2) + u64(0)))
+invalid("file-accept-twice", M, "ACCEPT listing file 0 twice.",
+        file_frame(2, u16(2) + (u16(0) + u8(0) + u64(0)) * 2))
+invalid("file-chunk-no-data", M, "CHUNK with no data bytes (at least 1).",
+        file_frame(3, u16(0) + u64(0) + u32(0)))
+invalid("file-chunk-524289", M, "CHUNK declaring 524289 data bytes (limit 524288), none "
+        "follow.", file_frame(3, u16(0) + u64(0) + u32(MAX_CHUNK + 1)))
+invalid("file-chunk-data-past-end", M, "CHUNK declaring 10 bytes, 5 follow.",
+        file_frame(3, u16(0) + u64(0) + u32(10) + b"hello"))
+invalid("file-end-hash-31-bytes", M, "END with a 31-byte hash.",
+        file_frame(4, u16(0) + u64(5) + blake2b(b"hello")[:31]))
+invalid("file-ack-trailing-byte", M, "ACK with one byte after its offset.",
+        file_frame(5, u16(0) + u64(1) + b"\x00"))
+invalid("file-verified-no-index", M, "VERIFIED without its index.", file_frame(7, b""))
+invalid("file-cancel-message-1025-bytes", M, "CANCEL message of 1025 bytes (limit 1024).",
+        file_frame(8, u8(1) + str16("é" * 512 + "!")))
+invalid("file-cancel-message-utf8", M, "CANCEL message with invalid UTF-8.",
+        file_frame(8, u8(1) + str16(b"ab\xff")))
+
+
 # --- states (section 5.2) ------------------------------------------------------------------
 
 COMMON = ["PING", "PONG", "GOODBYE", "ERROR"]
-CONNECTED = ["MESSAGE", "DELIVERED", "UNDELIVERABLE", "VERIFY"] + COMMON
+CONNECTED = ["MESSAGE", "DELIVERED", "UNDELIVERABLE", "VERIFY", "FILE"] + COMMON
 STATES = {
     "states": {
         "awaitingHello": ["HELLO"],
@@ -658,7 +809,7 @@ STATES = {
         "it, anything else is refused as section 3.6 says). HELLO is legal in no state of the "
         "record stream. 'connected' is a connection whose peer's HELLO did not have the relay "
         "capability bit; 'connectedToRelay' one whose peer's HELLO had it (ROSTER is legal "
-        "only from a relay). In 'inviting', ACCEPT and DECLINE are legal only when they carry "
+        "only from a relay). FILE (section 13) is legal in both. In 'inviting', ACCEPT and DECLINE are legal only when they carry "
         "the pending invitation's id; another id is unexpectedFrame. RESUME is legal in "
         "'idleListener' only when the listener's own HELLO had the resume capability bit "
         "(section 6.5); without it RESUME is unexpectedFrame there too. 'resuming' is the "

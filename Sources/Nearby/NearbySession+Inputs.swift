@@ -42,6 +42,7 @@ extension NearbySession {
       connectionReady(id)
     case .writable(let id):
       connectionReady(id)
+      transferConnectionReady(id)
     case .resourceExhausted(let id, let detail):
       receiveBudgetExhausted(id, detail, into: &actions)
     }
@@ -182,6 +183,8 @@ extension NearbySession {
         }
       case .settled(let report):
         settled(report)
+      case .transferFrame(let frame, let peer):
+        transferFrameArrived(frame, from: peer)
       }
     }
     if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }
@@ -239,6 +242,13 @@ extension NearbySession {
 
   func emit(_ event: SessionEvent) {
     hub.publish(.session(event))
-    if case .connected(let peer, _) = event { metPeer(peer) }
+    switch event {
+    case .connected(let peer, _):
+      metPeer(peer)
+      transferPeerReachable(peer.id)
+    case .reachable(let peer, _): transferPeerReachable(peer.id)
+    case .disconnected(let peer, _), .unreachable(let peer): transferPeerLost(peer.id)
+    default: break
+    }
   }
 }

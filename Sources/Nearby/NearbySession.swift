@@ -71,6 +71,8 @@ public actor NearbySession {
   var untaken: [ConnectionID: (messages: Int, bytes: Int)] = [:]
   var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
   var readyWaiters: [CheckedContinuation<UInt16?, Never>] = []
+  /// File transfers, ours and theirs (NearbySession+Files.swift).
+  var files = FileTransfers()
   private nonisolated let inboundIDs = Atomic<UInt64>(1)
   nonisolated let shutdownGate = Gate()
 
@@ -83,7 +85,7 @@ public actor NearbySession {
     self.loop = loop
     self.taskExecutor = EventLoopTaskExecutor(loop)
     var core = SessionStateMachine.Configuration(local: configuration.peer)
-    core.capabilities = configuration.isRelay ? .relay : []
+    core.capabilities = configuration.isRelay ? .relay : .files
     core.acceptPolicy = configuration.acceptPolicy
     core.allowList = configuration.allowList
     core.timeouts = configuration.timeouts
@@ -137,6 +139,7 @@ public actor NearbySession {
     }
     let port = listener!.port
     emit(.status(.listening(port: port)))
+    startFileTransfers()
     finishReady(port)
     advertiser?.start()
     if configuration.browse {
@@ -206,6 +209,7 @@ public actor NearbySession {
     listener?.close()
     for waiter in sendWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
     for waiter in windowWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
+    stopFileTransfers()
     var actions: [SessionAction] = []
     machine.shutdown(now: now, into: &actions)
     perform(actions)

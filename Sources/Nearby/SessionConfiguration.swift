@@ -78,6 +78,17 @@ public struct SessionConfiguration: Sendable {
   /// The most bytes of our messages kept for one peer until it acknowledges them (to resend
   /// them after a reconnection); ``NearbySession/send(_:to:)`` waits beyond.
   public var resendWindowBytes = 16 << 20
+  /// How offers of files are answered (``FileAcceptPolicy``); `ask` reports each as
+  /// `TransferEvent.offer(_:)`.
+  public var acceptFiles = FileAcceptPolicy.ask
+  /// Where files accepted by policy (or with ``IncomingOffer/accept()``) go; `nil`: only
+  /// ``IncomingOffer/accept(into:)`` with a folder accepts.
+  public var downloadsDirectory: String?
+  /// Bytes per second our file transfers may send, all together; `nil`: as fast as the
+  /// network and the receivers go.
+  public var maximumFileRate: UInt64?
+  /// Chunk size, windows and budgets of file transfers (tests and benchmarks change them).
+  package var transferTuning = TransferTuning()
 
   /// - Parameters:
   ///   - identity: who we are (``PeerIdentity/init(directory:)`` or ``PeerIdentity/ephemeral()``).

@@ -41,6 +41,7 @@ public struct BenchRunner: Sendable {
     if wants("handshake") { results += try await handshake() }
     if wants("fanout") { results += try await fanOut() }
     if wants("hostile") { results += try await hostile() }
+    if wants("files") { results += try await files() }
     results += memoryResults
     if wants("discovery") { results += try await discovery() }
     if wants("loss") { results += try await loss() }

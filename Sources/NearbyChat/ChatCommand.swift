@@ -14,6 +14,16 @@ public enum ChatCommand: Equatable, Sendable {
   case verify(target: String)
   /// The codes matched: remember the peer as verified.
   case trust(target: String)
+  /// Offer files and folders to a peer.
+  case sendFiles(target: String, paths: [String])
+  /// Accept an offer (nil: the only one waiting).
+  case receive(offer: String?)
+  /// Refuse an offer (nil: the only one waiting).
+  case refuse(offer: String?)
+  /// The transfers that are not over.
+  case transfers
+  /// Cancel a transfer (nil: the only one going on).
+  case cancelTransfer(String?)
   case quit
   case help
   /// Text for every connected peer.
@@ -25,7 +35,8 @@ public enum ChatCommand: Equatable, Sendable {
 
   /// The commands, for help and completion.
   public static let names = [
-    "/accept", "/decline", "/help", "/invitations", "/invite", "/leave", "/msg", "/peers", "/quit", "/trust", "/verify", "/who",
+    "/accept", "/cancel", "/decline", "/help", "/invitations", "/invite", "/leave", "/msg", "/peers", "/quit", "/receive", "/refuse", "/send",
+    "/transfers", "/trust", "/verify", "/who",
   ]
 
   /// Parses a line. Leading and trailing spaces are ignored; `//text` sends `/text`.
@@ -59,6 +70,8 @@ public enum ChatCommand: Equatable, Sendable {
     case "/msg":
       if target.isEmpty || text.isEmpty { return .invalid("usage: /msg NAME|ID text") }
       return .message(target: target, text: text)
+    case "/send", "/receive", "/refuse", "/transfers", "/cancel":
+      return parseFileCommand(word.lowercased(), rest)
     default:
       let suggestion = names.min { editDistance(word.lowercased(), $0) < editDistance(word.lowercased(), $1) }
       var hint = "unknown command \(word)"
@@ -76,6 +89,11 @@ public enum ChatCommand: Equatable, Sendable {
     /decline [NAME|ID]         decline an invitation (no name: the only one waiting)
     /invitations               invitations waiting for your answer
     /msg NAME|ID text          a private message
+    /send NAME|ID PATH...      offer files and folders to a peer (quote paths with spaces)
+    /receive [OFFER]           accept an offer of files (no id: the only one waiting)
+    /refuse [OFFER]            refuse an offer of files
+    /transfers                 file transfers going on or waiting
+    /cancel [TRANSFER]         cancel a file transfer, either way
     /leave NAME|ID             end the session with a peer
     /verify NAME|ID            show the code of your session with a peer, on both sides
     /trust NAME|ID             the codes matched: remember the peer as verified

@@ -119,6 +119,7 @@ public struct EventFormatter: Sendable {
     case .impostorWarning(let peer, let verified):
       return
         "! \(Self.label(peer)) calls itself \(Self.sanitize(verified.name.value)) but is not the \(Self.label(verified)) you verified: it has another key"
+    case .transfer(let transfer): return formatText(transfer)
     case .status(let status):
       switch status {
       case .listening: return nil  // the chat prints its own ready line
@@ -174,6 +175,7 @@ public struct EventFormatter: Sendable {
     case .trusted(let peer): return object("trusted", [("peer", Self.peerJSON(peer))])
     case .impostorWarning(let peer, let verified):
       return object("impostor", [("peer", Self.peerJSON(peer)), ("verified", Self.peerJSON(verified))])
+    case .transfer(let transfer): return formatJSON(transfer)
     case .status(let status):
       switch status {
       case .listening: return nil

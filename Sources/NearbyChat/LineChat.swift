@@ -32,6 +32,8 @@ public enum ChatLine: Sendable {
   /// Peers reached through a relay (after /peers and /who).
   case relayed([RelayedPeer])
   case invitations([Invitation])
+  /// File transfers going on or waiting (/transfers).
+  case transfers([TransferStatus])
   /// Text from the chat itself (help, a hint).
   case notice(String)
   /// A command that could not be carried out, and what to do.
@@ -213,6 +215,8 @@ public actor LineChat {
       await send(text, to: .peers([peer.id]))
     case .say(let text):
       await send(text, to: .all)
+    case .sendFiles, .receive, .refuse, .transfers, .cancelTransfer:
+      await handleFileCommand(command)
     }
     return false
   }
@@ -236,14 +240,14 @@ public actor LineChat {
     if accept { await session.accept(peer.id) } else { await session.decline(peer.id) }
   }
 
-  private func candidates(connectedFirst: Bool) async -> [Peer] {
+  func candidates(connectedFirst: Bool) async -> [Peer] {
     let connected = await session.connectedPeers + session.reconnectingPeers
     let found = await session.discoveredPeers.map(\.peer)
     let relayed = await session.relayedPeers.map(\.peer)
     return connectedFirst ? connected + relayed + found : found + connected + relayed
   }
 
-  private func resolve(_ query: String, among peers: [Peer], what: String) async -> Peer? {
+  func resolve(_ query: String, among peers: [Peer], what: String) async -> Peer? {
     let resolution = PeerResolver.resolve(query, among: peers)
     if case .peer(let peer) = resolution { return peer }
     output.show(.error(PeerResolver.hint(for: query, resolution, what: what)))

@@ -8,6 +8,8 @@ public struct PlainOutput: ChatOutput {
   public let formatter: EventFormatter
   /// The peers seen so far (lookalike names show their ids).
   private let names = SharedPeerNames()
+  /// Text progress lines at most once a second per transfer (JSON: as the session reports).
+  let progress = ProgressThrottle()
 
   public init(writer: OutputWriter = .standardOutput, json: Bool) {
     self.writer = writer
@@ -15,6 +17,7 @@ public struct PlainOutput: ChatOutput {
   }
 
   public func show(_ line: ChatLine) {
+    if !formatter.json, !progress.allows(line) { return }
     if let text = render(line) { writer.line(text) }
   }
 
@@ -76,6 +79,8 @@ public struct PlainOutput: ChatOutput {
       }
       return pending.isEmpty
         ? "* no invitation is waiting" : "* waiting for your answer: " + pending.map { EventFormatter.label($0.peer) }.joined(separator: ", ")
+    case .transfers(let transfers):
+      return Self.render(transfers, json: json)
     case .notice(let text):
       return json ? JSONValue.object([("event", .string("notice")), ("message", .string(text))]).encoded : "* " + text
     case .error(let text):

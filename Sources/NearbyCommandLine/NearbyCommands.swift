@@ -57,6 +57,20 @@ public enum NearbyCommands {
         do { return try DisplayName(text) } catch { throw OptionValueError("\(error)") }
       }
     }
+
+    public static let downloads = Option<String>(
+      OptionSpec(
+        "downloads", .value(name: "DIR"), help: "Where received files go (made if missing).",
+        default: "$XDG_DOWNLOAD_DIR/nearby or ~/Downloads/nearby"))
+    public static let acceptFiles = Option<FileAcceptPolicy>(
+      OptionSpec(
+        "accept-files", .value(name: "POLICY"),
+        help: "How to answer offers of files (all: from peers --accept would take without asking; ask about the others).",
+        default: "ask", allowed: ["ask", "all", "none"])
+    ) { text throws(OptionValueError) in
+      guard let policy = FileAcceptPolicy(rawValue: text) else { throw OptionValueError("use one of ask, all, none") }
+      return policy
+    }
   }
 
   public enum Chat {
@@ -117,6 +131,11 @@ public enum NearbyCommands {
           /decline [NAME|ID]         decline it
           /invitations               invitations waiting for your answer
           /msg NAME|ID text          a private message
+          /send NAME|ID PATH...      offer files and folders to a peer
+          /receive [OFFER]           accept an offer of files (into --downloads)
+          /refuse [OFFER]            refuse it
+          /transfers                 file transfers going on or waiting
+          /cancel [TRANSFER]         cancel a file transfer, either way
           /leave NAME|ID             end a session
           /verify NAME|ID            show the session's verification code on both sides
           /trust NAME|ID             the codes matched: remember the peer as verified
@@ -127,14 +146,86 @@ public enum NearbyCommands {
         """,
       options: [
         name.spec, Common.service.spec, accept.spec, allow.spec, info.spec, connect.spec, inviteTimeout.spec, Common.reconnectGrace.spec,
-        Common.port.spec, Common.json.spec, plain.spec, noColor.spec, noBell.spec, noHistory.spec, scrollback.spec, script.spec,
-        Common.stateDirectory.spec,
+        Common.acceptFiles.spec, Common.downloads.spec, Common.port.spec, Common.json.spec, plain.spec, noColor.spec, noBell.spec,
+        noHistory.spec, scrollback.spec, script.spec, Common.stateDirectory.spec,
       ],
       examples: [
         "nearby chat --name alice",
         "nearby chat --name bob --accept all --plain",
         "echo '/peers' | nearby chat --name carol --json",
       ])
+  }
+
+  public enum Send {
+    public static let to = Option<String>(
+      OptionSpec("to", .value(name: "NAME|ID"), help: "The peer to send to: its name (any case) or 4+ hex digits of its id."))
+    public static let name = Common.displayName(
+      OptionSpec("name", short: "n", .value(name: "NAME"), help: "Our display name.", default: "the host name", environment: "NEARBY_NAME"))
+    public static let connect = Common.connect(help: "Reach the peer there instead of finding it with DNS-SD.")
+    public static let timeout = Common.seconds(
+      OptionSpec(
+        "timeout", .value(name: "SECONDS"), help: "Give up when the peer cannot be found or reached for this long (also after a break).",
+        default: "60"),
+      in: 0.1...1e7, hint: "give a number of seconds, for example 30")
+
+    public static let rate = Option<UInt64>(
+      OptionSpec("rate", .value(name: "BYTES"), help: "Send at most this many bytes a second (k, M, G: 1000s).", default: "no limit")
+    ) { text throws(OptionValueError) in
+      let units: [Character: UInt64] = ["k": 1000, "K": 1000, "m": 1_000_000, "M": 1_000_000, "g": 1_000_000_000, "G": 1_000_000_000]
+      var digits = Substring(text)
+      var unit: UInt64 = 1
+      if let last = digits.last, let scale = units[last] {
+        unit = scale
+        digits = digits.dropLast()
+      }
+      guard let value = Double(digits), value > 0, value * Double(unit) >= 1000 else {
+        throw OptionValueError("give a rate of at least 1000 bytes a second, for example 500k or 2M")
+      }
+      return UInt64(value * Double(unit))
+    }
+
+    public static let spec = CommandSpec(
+      name: "send", abstract: "Send files and folders to a peer, and wait until it has verified every one.",
+      discussion: """
+        Finds the peer (or dials --connect), invites it, offers the files and waits: until the
+        peer has checked the BLAKE2b of every file and saved it (exit 0), or refused, failed
+        or cancelled (exit 1, with the reason). A lost connection is resumed where it
+        stopped, also after this command or the receiver is started again with the same
+        state directory. Progress goes to stderr at most once a second (--json: JSON
+        events on stdout). Ctrl-C cancels the transfer.
+        """,
+      options: [
+        to.spec, name.spec, Common.service.spec, connect.spec, timeout.spec, rate.spec, Common.port.spec, Common.json.spec,
+        Common.stateDirectory.spec,
+      ],
+      arguments: [ArgumentSpec("paths", help: "Files and folders to send.", variadic: true)],
+      examples: ["nearby send --to bob notes.txt photos/", "nearby send --to 5e6f7a8b --connect 192.0.2.7:4000 backup.tar"])
+  }
+
+  public enum Receive {
+    public static let from = Option<String>(
+      OptionSpec("from", .value(name: "NAME|ID"), help: "Take invitations and offers only from this peer (its name or 4+ hex digits of its id)."))
+    public static let name = Common.displayName(
+      OptionSpec("name", short: "n", .value(name: "NAME"), help: "Our display name.", default: "the host name", environment: "NEARBY_NAME"))
+    public static let timeout = Common.seconds(
+      OptionSpec("timeout", .value(name: "SECONDS"), help: "Give up when no offer came within this long.", default: "wait for ever"),
+      in: 0.1...1e7, hint: "give a number of seconds, for example 300")
+
+    public static let spec = CommandSpec(
+      name: "receive", abstract: "Wait for one offer of files, receive it, print where each file was saved.",
+      discussion: """
+        Advertises itself, accepts invitations (only --from's with --from) and waits for an
+        offer. With --accept-files all it is accepted at once; otherwise the offer is shown
+        and a line 'y' on stdin accepts it. Files arrive as NAME.part, checked against their
+        BLAKE2b, then renamed; nothing is overwritten. Exit 0 once every file is saved (the
+        paths on stdout, one per line), 1 on a failure or when refused. Started again with
+        the same state directory, it resumes an interrupted transfer.
+        """,
+      options: [
+        from.spec, Common.downloads.spec, Common.acceptFiles.spec, name.spec, Common.service.spec, timeout.spec, Common.port.spec,
+        Common.json.spec, Common.stateDirectory.spec,
+      ],
+      examples: ["nearby receive --accept-files all", "nearby receive --from alice --downloads /srv/inbox --accept-files all"])
   }
 
   public enum Browse {
@@ -205,10 +296,10 @@ public enum NearbyCommands {
     public static let only = Option<String>(
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "hostile", "loss", "probe"]))
+        allowed: ["latency", "throughput", "handshake", "fanout", "files", "memory", "discovery", "hostile", "loss", "probe"]))
 
     public static let spec = CommandSpec(
-      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out, memory, hostile peers and loss against baselines.",
+      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out, files, memory, hostile peers and loss against baselines.",
       options: [quick.spec, Common.json.spec, only.spec],
       examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency", "nearby bench --only hostile"])
   }
@@ -246,7 +337,7 @@ public enum NearbyCommands {
   public static let root = CommandSpec(
     name: "nearby", abstract: "Peer-to-peer messaging for machines on one LAN.",
     discussion: "Peers find each other with DNS-SD (Avahi), invite each other, and talk over TCP.",
-    subcommands: [Chat.spec, Browse.spec, Relay.spec, Peers.spec, Bench.spec, Lab.spec],
+    subcommands: [Chat.spec, Send.spec, Receive.spec, Browse.spec, Relay.spec, Peers.spec, Bench.spec, Lab.spec],
     examples: ["nearby chat --name alice", "nearby browse --timeout 5", "nearby help chat"])
 }
 

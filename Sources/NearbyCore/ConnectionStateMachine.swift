@@ -161,6 +161,9 @@ package struct ConnectionStateMachine: Sendable {
       return ConnectionTransition(event: .verificationRequested)
     case .resume(let resume):
       return receiveResume(resume, now: now) ?? unexpected(frame)
+    case .file(let transfer):
+      guard state == .connected else { return unexpected(frame) }
+      return ConnectionTransition(event: .file(transfer))
     }
   }
 
@@ -424,6 +427,8 @@ package enum ConnectionEvent: Hashable, Sendable {
   case resumeRequested(Frame.Resume)
   /// Connector: the listener resumed the session; the connection is now `connected`.
   case resumed(Frame.Resume)
+  /// A step of a file transfer (PROTOCOL.md section 13).
+  case file(TransferFrame)
   /// The connection is over.
   case closed(DisconnectReason)
 }

@@ -7,6 +7,9 @@ package protocol EndToEndCrypto: Sendable {
   /// Seals `body` for `header.recipients` (their keys in the same order), signed by us.
   /// - Returns: the envelope, or why it could not be made.
   func seal(_ body: [UInt8], header: EnvelopeHeader, toEveryone: Bool, recipientKeys: [[UInt8]]) -> Result<[UInt8], EndToEndError>
+  /// Seals the type byte and payload of a FILE frame for `header.recipients` (envelope flag
+  /// `fileTransfer`, PROTOCOL.md 13.6), signed by us.
+  func sealTransfer(_ frame: [UInt8], header: EnvelopeHeader, recipientKeys: [[UInt8]]) -> Result<[UInt8], EndToEndError>
   /// Checks the origin's signature only (what a relay can do).
   func verify(_ envelope: [UInt8], header: EnvelopeHeader, originKey: [UInt8]) -> Result<Void, EndToEndError>
   /// Verifies and opens an envelope addressed to us.
@@ -42,9 +45,13 @@ package struct OpenedEnvelope: Hashable, Sendable {
   /// The origin meant it for everyone (it lists everyone it could reach).
   package var toEveryone: Bool
 
-  package init(body: [UInt8], toEveryone: Bool) {
+  /// The body is a FILE frame (its type byte and payload), not a message.
+  package var isFileTransfer = false
+
+  package init(body: [UInt8], toEveryone: Bool, isFileTransfer: Bool = false) {
     self.body = body
     self.toEveryone = toEveryone
+    self.isFileTransfer = isFileTransfer
   }
 }
 

@@ -16,6 +16,8 @@ package enum Frame: Hashable, Sendable {
   case verify
   /// RESUME: continues a session whose connection was lost, without a new invitation.
   case resume(Resume)
+  /// FILE: a step of a file transfer (PROTOCOL.md section 13).
+  case file(TransferFrame)
 
   /// The frame's type byte.
   package var type: FrameType {
@@ -34,6 +36,7 @@ package enum Frame: Hashable, Sendable {
     case .undeliverable: .undeliverable
     case .verify: .verify
     case .resume: .resume
+    case .file: .file
     }
   }
 }

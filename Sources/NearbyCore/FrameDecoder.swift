@@ -227,6 +227,8 @@ extension FrameDecoder {
       frame = .verify
     case .resume:
       frame = .resume(try decodeResume(&reader))
+    case .file:
+      frame = .file(try decodeTransfer(&reader, length: bytes.count))
     }
     try reader.expectEnd()
     return frame

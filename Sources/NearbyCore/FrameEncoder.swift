@@ -69,6 +69,8 @@ package enum FrameEncoder {
       break
     case .resume(let resume):
       appendResumeFields(resume, into: &buffer)
+    case .file(let transfer):
+      appendTransferFields(transfer, into: &buffer)
     }
     let length = buffer.count - start - 4
     precondition(length <= Int(UInt32.max), "frame too long")

@@ -14,6 +14,7 @@ package enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
   case undeliverable = 0x0C
   case verify = 0x0D
   case resume = 0x0E
+  case file = 0x0F
 
   /// The name used in the specification and the test vectors (`HELLO`, `INVITE`, ...).
   package var description: String {
@@ -32,6 +33,7 @@ package enum FrameType: UInt8, Sendable, CaseIterable, CustomStringConvertible {
     case .undeliverable: "UNDELIVERABLE"
     case .verify: "VERIFY"
     case .resume: "RESUME"
+    case .file: "FILE"
     }
   }
 

@@ -9,6 +9,8 @@ package struct Capabilities: OptionSet, Hashable, Sendable {
   package static let relay = Capabilities(rawValue: 1 << 1)
   /// The sender resumes sessions after a lost connection (RESUME, PROTOCOL.md 6.5).
   package static let resume = Capabilities(rawValue: 1 << 2)
+  /// The sender takes part in file transfers (FILE frames, PROTOCOL.md section 13).
+  package static let files = Capabilities(rawValue: 1 << 3)
 }
 
 /// Why an invitation was declined (DECLINE reason). Unknown numbers are kept.

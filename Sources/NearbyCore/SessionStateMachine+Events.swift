@@ -44,6 +44,8 @@ extension SessionStateMachine {
       resumeRequested(resume, on: id, now: now, into: &actions)
     case .resumed(let resume):
       resumeAnswered(resume, on: id, now: now, into: &actions)
+    case .file(let transfer):
+      transferFrameReceived(transfer, on: id, into: &actions)
     case .closed(let reason):
       guard var record = connections[id] else { return }
       connectionEnded(&record, id: id, reason: reason, now: now, into: &actions)

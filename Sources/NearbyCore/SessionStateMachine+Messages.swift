@@ -349,6 +349,11 @@ extension SessionStateMachine {
       tampered("\(error.name): \(error)")
       return
     }
+    // A step of a file transfer: the transfer tells copies apart by offset, and acknowledges itself.
+    if opened.isFileTransfer {
+      transferEnvelopeOpened(opened.body, from: message.sender, via: id, into: &actions)
+      return
+    }
     guard seen.insert(sender: message.sender, id: message.id) else {
       relayStatistics.duplicatesDropped += 1
       return

@@ -220,6 +220,8 @@ public enum SessionEvent: Hashable, Sendable {
   /// A peer presents itself under the name of a peer you verified, with another key: it is
   /// someone else (or the same person with a new identity). Nothing was trusted.
   case impostorWarning(Peer, verified: Peer)
+  /// Files: an offer, a transfer that started, its progress, its end.
+  case transfer(TransferEvent)
 }
 
 /// News about the session itself rather than about a peer.
@@ -254,6 +256,8 @@ package enum SessionAction: Sendable {
   case deliver(ReceivedMessage, from: ConnectionID)
   /// One of our messages is settled: every recipient confirmed it or failed.
   case settled(DeliveryReport)
+  /// A step of a file transfer from `peer` (direct, or opened from its envelope).
+  case transferFrame(TransferFrame, from: PeerID)
 }
 
 /// A received message the application has taken, to acknowledge on its connection.

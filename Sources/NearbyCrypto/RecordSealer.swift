@@ -58,7 +58,7 @@ package final class RecordSealer {
     let start = output.count
     let count = Self.sealedCount(plaintextCount: plaintext.count)
     guard count > 0 else { return }
-    output.append(contentsOf: repeatElement(0, count: count))
+    Self.appendZeros(count, to: &output)
     output.withUnsafeMutableBytes { buffer in
       _ = seal(plaintext, into: UnsafeMutableRawBufferPointer(rebasing: buffer[start..<start + count]))
     }
@@ -68,6 +68,20 @@ package final class RecordSealer {
   package func seal(_ plaintext: [UInt8], into output: inout [UInt8]) {
     plaintext.withUnsafeBytes { seal($0, into: &output) }
   }
+
+  /// Room for `count` bytes at the end of `output`, copied from a zero page: an unoptimized
+  /// (debug) build appended `repeatElement(0, count:)` one element at a time, which was 90% of
+  /// the CPU time of a file transfer in the tests. Release builds do the same either way.
+  private static func appendZeros(_ count: Int, to output: inout [UInt8]) {
+    var left = count
+    while left > 0 {
+      let step = min(left, zeros.count)
+      zeros.withUnsafeBufferPointer { output.append(contentsOf: UnsafeBufferPointer(rebasing: $0[0..<step])) }
+      left -= step
+    }
+  }
+
+  private static let zeros = [UInt8](repeating: 0, count: 1 << 16)
 
   /// Appends the CLOSE record: the last one of this direction. It tells the peer the
   /// stream ends here, so that a cut stream can be told from a finished one.

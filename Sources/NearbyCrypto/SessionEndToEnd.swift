@@ -47,7 +47,8 @@ package struct SessionEndToEnd: EndToEndCrypto {
     }
     do {
       let opened = try Envelope.open(envelope, header: Self.header(header), originKey: key, recipient: identity)
-      return .success(OpenedEnvelope(body: opened.body, toEveryone: opened.flags.contains(.toEveryone)))
+      return .success(
+        OpenedEnvelope(body: opened.body, toEveryone: opened.flags.contains(.toEveryone), isFileTransfer: opened.flags.contains(.fileTransfer)))
     } catch {
       return .failure(Self.error(error))
     }

@@ -165,6 +165,11 @@ public actor RelayService {
     case .verification(let peer, let code, _): write(.info, "verification", fields(peer, ["code": code]))
     case .trusted(let peer): write(.info, "trusted", fields(peer))
     case .impostorWarning(let peer, let verified): write(.warning, "impostor", fields(peer, ["verified_id": verified.id.hex]))
+    case .transfer(.offer(let offer)):
+      // A relay passes files on (sealed end to end); it takes none itself.
+      write(.info, "offer-refused", fields(offer.from, ["transfer": offer.id.hex, "files": "\(offer.files.count)"]))
+      await offer.refuse()
+    case .transfer: break
     }
   }
 

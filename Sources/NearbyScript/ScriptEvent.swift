@@ -35,6 +35,7 @@ public struct ScriptEvent: Sendable, Equatable {
     case .who(let connected, _): self.init(kind: .who, peers: connected, text: display)
     case .relayed(let relayed): self.init(kind: .relayed, peers: relayed.map(\.peer), text: display)
     case .invitations(let pending): self.init(kind: .invitations, peers: pending.map(\.peer), text: display)
+    case .transfers(let transfers): self.init(kind: .transfers, peers: transfers.map(\.progress.peer), text: display)
     case .notice(let text): self.init(kind: .notice, text: text, display: display)
     case .error(let text): self.init(kind: .error, text: text, display: display, isCommandError: true)
     case .settled: return nil
@@ -63,6 +64,14 @@ public struct ScriptEvent: Sendable, Equatable {
     case .verification(let peer, let code, _): return (.verification, [peer], code)
     case .trusted(let peer): return (.trusted, [peer], display)
     case .impostorWarning(let peer, let verified): return (.impostor, [peer, verified], display)
+    case .transfer(.offer(let offer)): return (.offer, [offer.from], display)
+    case .transfer(.started(let progress)), .transfer(.progress(let progress)): return (.transfer, [progress.peer], display)
+    case .transfer(.finished(_, let peer, _, let end, _)):
+      switch end {
+      case .completed: return (.transferDone, [peer], display)
+      case .cancelled(_, let message): return (.transferCancelled, [peer], message)
+      case .failed(_, let message): return (.transferFailed, [peer], message)
+      }
     case .error(let error):
       let peer: Peer? =
         switch error {

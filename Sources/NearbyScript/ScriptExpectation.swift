@@ -9,6 +9,10 @@ public enum ScriptEventKind: String, Sendable, CaseIterable {
   case peers, who, invitations, foreign, rejected
   case reachable, unreachable, relayed
   case verification, trusted, impostor
+  case offer, transfer, transfers
+  case transferDone = "transfer-done"
+  case transferFailed = "transfer-failed"
+  case transferCancelled = "transfer-cancelled"
 
   /// Parses a name from a script: the JSON name, any case; `withdrawn` for `invitationWithdrawn`.
   public init?(scriptName: String) {
@@ -34,7 +38,7 @@ public enum ScriptEventKind: String, Sendable, CaseIterable {
     switch self {
     case .message, .sent: "the message text"
     case .invitation: "the invitation's context"
-    case .declined, .disconnected, .invitationWithdrawn, .rejected, .foreign: "the reason"
+    case .declined, .disconnected, .invitationWithdrawn, .rejected, .foreign, .transferFailed, .transferCancelled: "the reason"
     case .error, .notice: "the message"
     case .advertised: "the advertised instance name"
     case .verification: "the six-digit code"

@@ -24,7 +24,7 @@ public struct PeerRoster: Equatable, Sendable {
     case .who(let peers, _): connected = Dictionary(peers.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
     case .invitations(let pending): inviting = Dictionary(pending.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
     case .relayed(let peers): relayed = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
-    case .ready, .sent, .settled, .notice, .error: break
+    case .ready, .sent, .settled, .notice, .error, .transfers: break
     }
   }
 

@@ -27,7 +27,9 @@ extension TerminalChatModel {
   var screenLayout: ScreenLayout {
     let hasStatusBar = size.rows >= 3
     let input = inputView(maximumRows: max(1, size.rows - (hasStatusBar ? 2 : 1)))
-    return ScreenLayout(input: input, logRows: max(0, size.rows - input.rows.count - (hasStatusBar ? 1 : 0)), hasStatusBar: hasStatusBar)
+    let bars = transferRowCount
+    return ScreenLayout(
+      input: input, logRows: max(0, size.rows - input.rows.count - (hasStatusBar ? 1 : 0) - bars), hasStatusBar: hasStatusBar)
   }
 
   /// What the log rows depend on, for the conversation shown.
@@ -41,7 +43,7 @@ extension TerminalChatModel {
     let layout = screenLayout
     var log = layout.logRows > 0 ? shown.visibleRows(logLayout) : []
     log = [StyledLine](repeating: StyledLine(), count: max(0, layout.logRows - log.count)) + log
-    var rows = log
+    var rows = log + transferRows
     if layout.hasStatusBar { rows.append(statusBar) }
     rows += layout.input.rows
     let inputTop = size.rows - layout.input.rows.count + 1

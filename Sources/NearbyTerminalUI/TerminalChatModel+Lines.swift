@@ -52,7 +52,9 @@ extension TerminalChatModel {
       .event(.invitationWithdrawn(let peer, _)), .event(.reachable(let peer, _)), .event(.unreachable(let peer)),
       .event(.verification(let peer, _, _)), .event(.trusted(let peer)), .event(.impostorWarning(_, verified: let peer)):
       add(styler.entries(for: line, now: now), to: 0, alsoFor: peer.id)
-    case .event(.error), .error, .notice, .peers, .who, .relayed, .invitations:
+    case .event(.transfer(let event)):
+      showTransfer(event, line, into: &screen)
+    case .event(.error), .error, .notice, .peers, .who, .relayed, .invitations, .transfers:
       add(styler.entries(for: line, now: now), to: current)
     default:
       add(styler.entries(for: line, now: now), to: 0)

@@ -124,6 +124,8 @@ public struct TerminalChatModel: Sendable {
   /// The rows as last written (nil: unknown, write it), and the cursor put after them.
   var drawn: [String?] = []
   var drawnCursor = (row: 0, column: 0)
+  /// File transfers going on, shown as progress bars above the status bar.
+  var transferBars: [TransferID: TransferProgress] = [:]
   var now: UInt64 = 0
 
   struct LineReference: Hashable, Sendable {

@@ -65,6 +65,11 @@ extension TCPConnection {
           state.queuedBytes -= written
           if state.wasFull && state.queuedBytes < maximumQueuedBytes / 2 {
             state.wasFull = false
+            state.lowWater = 0
+            return true
+          }
+          if state.lowWater > 0 && state.queuedBytes < state.lowWater {
+            state.lowWater = 0
             return true
           }
           return false

@@ -67,6 +67,8 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     var shutdownAfterFlush = false
     var closed = false
     var wasFull = false
+    /// Report ``TransportEvent/writable(_:)`` once fewer bytes than this are queued (0: no).
+    var lowWater = 0
   }
 
   package let id: ConnectionID
@@ -187,6 +189,17 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
       if state.closed || state.closing { return false }
       if state.queuedBytes < maximumQueuedBytes / 2 { return false }
       state.wasFull = true
+      return true
+    }
+  }
+
+  /// Asks for a ``TransportEvent/writable(_:)`` once fewer than `threshold` bytes are queued
+  /// (file transfers keep the queue short: NearbySession+FileSending.swift).
+  /// - Returns: `false` if that is already so (nothing will be reported then).
+  package func notifyWhenQueued(below threshold: Int) -> Bool {
+    outbound.withLock { state in
+      if state.closed || state.closing || state.queuedBytes < threshold { return false }
+      state.lowWater = max(state.lowWater, threshold)
       return true
     }
   }

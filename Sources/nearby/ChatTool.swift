@@ -23,6 +23,8 @@ struct ChatTool: Tool {
   let terminal: TerminalChat.Options
   let script: String?
   let interactive: Bool
+  let acceptFiles: FileAcceptPolicy
+  let downloads: String?
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let name = try parsed.value(Options.name) ?? (try? DisplayName(environment.hostName)) ?? (try! DisplayName("nearby"))
@@ -53,6 +55,8 @@ struct ChatTool: Tool {
       history: !parsed.isSet(Options.noHistory))
     script = try parsed.value(Options.script)
     interactive = environment.isInteractiveTerminal
+    acceptFiles = try parsed.value(NearbyCommands.Common.acceptFiles, default: .ask)
+    downloads = try parsed.value(NearbyCommands.Common.downloads) ?? NearbySession.defaultDownloadsDirectory(environment: environment.variables)
   }
 
   func run(signals: AsyncStream<Int32>?) async -> Int32 {
@@ -70,6 +74,8 @@ struct ChatTool: Tool {
         configuration.allowList = allowList
         configuration.discoveryInfo = info
         configuration.invitationTimeout = invitationTimeout
+        configuration.acceptFiles = acceptFiles
+        configuration.downloadsDirectory = downloads
       })
     else { return 1 }
     defer { withExtendedLifetime(identity) {} }

@@ -9,7 +9,8 @@ import NearbySystem
 let signals = SignalWatcher.install()
 let environment = ProcessEnvironment.current()
 let tools: [String: any Tool.Type] = [
-  "chat": ChatTool.self, "browse": BrowseTool.self, "relay": RelayTool.self, "peers": PeersTool.self, "bench": BenchTool.self,
+  "chat": ChatTool.self, "send": SendTool.self, "receive": ReceiveTool.self, "browse": BrowseTool.self, "relay": RelayTool.self,
+  "peers": PeersTool.self, "bench": BenchTool.self,
   "lab": LabTool.self,
 ]
 let help = HelpFormatter(root: NearbyCommands.root, width: environment.terminalWidth)

@@ -9,7 +9,8 @@ struct BinaryTests {
 
   static let helpCases: [(String, [String])] = [
     ("nearby", ["--help"]), ("chat", ["chat", "--help"]), ("browse", ["help", "browse"]), ("relay", ["relay", "-h"]),
-    ("bench", ["bench", "--help"]), ("lab", ["lab", "--help"]), ("peers", ["peers", "--help"]),
+    ("bench", ["bench", "--help"]), ("lab", ["lab", "--help"]), ("peers", ["peers", "--help"]), ("send", ["send", "--help"]),
+    ("receive", ["help", "receive"]),
   ]
 
   /// Runs the binary with a fixed width, separating stdout and stderr.

@@ -55,6 +55,7 @@ struct ConnectionStateTableTests {
       .roster(Frame.Roster(kind: .full, entries: [Frame.Roster.Entry(peer: Fixture.carol, hops: 1, publicKey: [UInt8](repeating: 3, count: 32))]))
     case .verify: .verify
     case .resume: .resume(Frame.Resume(session: 7, received: 3, delivered: 2))
+    case .file: .file(TransferFrame(TransferID(hex: "0102030405060708090a0b0c0d0e0f10")!, .ack(index: 0, offset: 1)))
     case .undeliverable:
       .undeliverable(Frame.Undeliverable(origin: Fixture.aliceID, messageID: 1, recipient: Fixture.carolID, reason: .queueFull))
     }

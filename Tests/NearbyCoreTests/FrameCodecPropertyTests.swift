@@ -15,6 +15,32 @@ struct FrameCodecPropertyTests {
     (0..<Int.random(in: 0...max, using: &g)).map { _ in UInt8.random(in: 0...255, using: &g) }
   }
 
+  static func randomTransferFrame(_ g: inout SeededGenerator) -> TransferFrame {
+    let id = TransferID(PeerID.random(using: &g))
+    let index = UInt16.random(in: 0...4095, using: &g)
+    switch Int.random(in: 1...8, using: &g) {
+    case 1:
+      let files = (0..<Int.random(in: 1...5, using: &g)).map { _ in
+        OfferedFile(name: randomName(&g).value, size: UInt64.random(in: 0...(1 << 40), using: &g), flags: UInt8.random(in: 0...1, using: &g))
+      }
+      return TransferFrame(id, .offer(files))
+    case 2:
+      let files = (0..<Int.random(in: 1...5, using: &g)).map { position in
+        AcceptedFile(index: UInt16(position), status: Bool.random(using: &g) ? .send : .have, offset: g.next())
+      }
+      return TransferFrame(id, .accept(files))
+    case 3:
+      var data = randomBytes(&g, max: 2000)
+      if data.isEmpty { data = [1] }
+      return TransferFrame(id, .chunk(index: index, offset: g.next(), data: data))
+    case 4: return TransferFrame(id, .end(index: index, size: g.next(), hash: (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }))
+    case 5: return TransferFrame(id, .ack(index: index, offset: g.next()))
+    case 6: return TransferFrame(id, .resend(index: index, offset: g.next()))
+    case 7: return TransferFrame(id, .verified(index: index))
+    default: return TransferFrame(id, .cancel(TransferCancelReason(rawValue: UInt8.random(in: 0...255, using: &g)), randomName(&g).value))
+    }
+  }
+
   static func randomFrame(_ g: inout SeededGenerator) -> Frame {
     let id = { (g: inout SeededGenerator) in PeerID.random(using: &g) }
     switch FrameType.allCases.randomElement(using: &g)! {
@@ -60,6 +86,7 @@ struct FrameCodecPropertyTests {
       let received: UInt64? = Bool.random(using: &g) ? g.next() : nil
       let delivered: UInt64? = received != nil && Bool.random(using: &g) ? g.next() : nil
       return .resume(Frame.Resume(session: g.next(), received: received, delivered: delivered))
+    case .file: return .file(randomTransferFrame(&g))
     }
   }
 

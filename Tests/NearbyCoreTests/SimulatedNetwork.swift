@@ -51,6 +51,8 @@ struct SimulatedNetwork {
   var slowApplications: Set<PeerID> = []
   /// Delivery reports of settled messages, per node.
   var settled: [PeerID: [DeliveryReport]] = [:]
+  /// FILE frames each node's machine handed to its shell, with their sender.
+  var transferFrames: [PeerID: [(TransferFrame, PeerID)]] = [:]
 
   mutating func add(_ peer: Peer, policy: AcceptPolicy = .ask, configure: (inout SessionStateMachine.Configuration) -> Void = { _ in }) {
     var configuration = SessionStateMachine.Configuration(local: peer)
@@ -145,6 +147,8 @@ struct SimulatedNetwork {
         untaken[node, default: []].append(TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue))
       case .settled(let report):
         settled[node, default: []].append(report)
+      case .transferFrame(let frame, let peer):
+        transferFrames[node, default: []].append((frame, peer))
       }
     }
   }
@@ -297,6 +301,7 @@ extension SessionEvent {
     case .verification: "verification"
     case .trusted: "trusted"
     case .impostorWarning: "impostorWarning"
+    case .transfer: "transfer"
     }
   }
 }

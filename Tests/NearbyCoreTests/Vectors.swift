@@ -62,6 +62,32 @@ enum Vectors {
   }
   private static func name(_ value: Any?) -> DisplayName { try! DisplayName(value as! String) }
 
+  /// A FILE frame of the vectors (PROTOCOL.md 13.2).
+  static func transfer(_ fields: [String: Any]) -> TransferFrame {
+    let id = TransferID(hex: fields["transferID"] as! String)!
+    let index: UInt16 = fields["index"].map { int($0) } ?? 0
+    switch fields["kind"] as! String {
+    case "OFFER":
+      let files = (fields["files"] as! [[String: Any]]).map {
+        OfferedFile(name: $0["name"] as! String, size: u64($0["size"]), flags: int($0["flags"]))
+      }
+      return TransferFrame(id, .offer(files))
+    case "ACCEPT":
+      let files = (fields["files"] as! [[String: Any]]).map {
+        AcceptedFile(index: int($0["index"]), status: AcceptedFile.Status(rawValue: int($0["status"]))!, offset: u64($0["offset"]))
+      }
+      return TransferFrame(id, .accept(files))
+    case "CHUNK": return TransferFrame(id, .chunk(index: index, offset: u64(fields["offset"]), data: hex(fields["data"] as! String)))
+    case "END": return TransferFrame(id, .end(index: index, size: u64(fields["size"]), hash: hex(fields["blake2b"] as! String)))
+    case "ACK": return TransferFrame(id, .ack(index: index, offset: u64(fields["offset"])))
+    case "RESEND": return TransferFrame(id, .resend(index: index, offset: u64(fields["offset"])))
+    case "VERIFIED": return TransferFrame(id, .verified(index: index))
+    case "CANCEL":
+      return TransferFrame(id, .cancel(TransferCancelReason(rawValue: int(fields["reason"])), fields["message"] as! String))
+    case let other: fatalError("unknown FILE kind \(other) in the vectors")
+    }
+  }
+
   static func frame(_ fields: [String: Any]) -> Frame {
     switch fields["type"] as! String {
     case "HELLO":
@@ -100,6 +126,7 @@ enum Vectors {
       }
       return .roster(Frame.Roster(kind: RosterKind(rawValue: int(fields["kind"]))!, entries: entries))
     case "VERIFY": return .verify
+    case "FILE": return .file(transfer(fields))
     case "UNDELIVERABLE":
       return .undeliverable(
         Frame.Undeliverable(

@@ -12,10 +12,10 @@ struct RunningSession: Sendable {
   var endpoint: Endpoint { Endpoint(host: "127.0.0.1", port: port) }
 
   static func start(
-    _ name: String, policy: AcceptPolicy = .all, discovery: Bool = false, service: ServiceType? = nil,
+    _ name: String, policy: AcceptPolicy = .all, discovery: Bool = false, service: ServiceType? = nil, identity: PeerIdentity = .ephemeral(),
     configure: (inout SessionConfiguration) -> Void = { _ in }
   ) async throws -> RunningSession {
-    var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName(name))
+    var configuration = SessionConfiguration(identity: identity, name: try DisplayName(name))
     configuration.acceptPolicy = policy
     configuration.advertise = discovery
     configuration.browse = discovery

@@ -1,0 +1,133 @@
+/// Where a receiver saves the files of an offer: each offered name made into a safe path
+/// relative to the download folder (PROTOCOL.md 13.5).
+///
+/// A name is split at `/` (and `\`, which Windows senders use); empty, `.` and `..`
+/// components are dropped, so nothing climbs out of the download folder and an absolute
+/// name lands inside it (`/etc/passwd` is saved as `etc/passwd`); control characters and
+/// invisible formatting characters (which could rewrite a terminal or hide an extension)
+/// become `_`; names Windows reserves for devices (`CON`, `NUL`, `COM1`, ...) get a `_` in
+/// front; a component longer than 200 bytes is shortened, keeping its extension. Within one
+/// offer, two entries never get the same path and no file stands where another entry needs a
+/// folder: the later one gets ` (2)`, ` (3)`, ... (compared ignoring case, for file systems
+/// that do).
+package enum TransferName {
+  /// The longest component kept, in bytes: room for ` (999)` and `.part` under NAME_MAX (255).
+  package static let maximumComponentBytes = 200
+  /// The deepest path accepted.
+  package static let maximumDepth = 32
+
+  /// The safe components of one offered name (never empty).
+  package static func components(of name: String) -> [String] {
+    var result: [String] = []
+    for part in name.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "/" || $0 == "\\" }) {
+      if part == "." || part == ".." { continue }
+      result.append(component(part))
+    }
+    return result.isEmpty ? ["_"] : result
+  }
+
+  /// One path component made safe.
+  package static func component(_ text: Substring) -> String {
+    var cleaned = String.UnicodeScalarView()
+    for scalar in text.unicodeScalars { cleaned.append(isHidden(scalar) ? "_" : scalar) }
+    var name = String(cleaned)
+    if name == "." || name == ".." || name.isEmpty { name = "_" }
+    if isReservedOnWindows(name) { name = "_" + name }
+    return shortened(name, to: maximumComponentBytes)
+  }
+
+  /// Control characters (C0, DEL, C1) and characters that change how text around them is
+  /// shown without being seen (bidirectional overrides and isolates, zero-width ones).
+  static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00...0x1F, 0x7F...0x9F: true
+    case 0x061C, 0x180E, 0x200B...0x200F, 0x2028...0x202E, 0x2060...0x2064, 0x2066...0x206F, 0xFEFF: true
+    default: false
+    }
+  }
+
+  /// `CON`, `PRN`, `AUX`, `NUL`, `COM1`-`COM9`, `LPT1`-`LPT9`, alone or with an extension,
+  /// in any case.
+  static func isReservedOnWindows(_ name: String) -> Bool {
+    let stem = name.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first.map { $0.uppercased() } ?? ""
+    if ["CON", "PRN", "AUX", "NUL"].contains(stem) { return true }
+    if stem.count == 4, stem.hasPrefix("COM") || stem.hasPrefix("LPT"), let digit = stem.last, ("1"..."9").contains(digit) { return true }
+    return false
+  }
+
+  /// `name` cut to at most `limit` UTF-8 bytes at a character boundary, keeping an extension
+  /// of up to 20 bytes.
+  package static func shortened(_ name: String, to limit: Int) -> String {
+    guard name.utf8.count > limit else { return name }
+    var stem = Substring(name)
+    var suffix = ""
+    if let dot = name.lastIndex(of: "."), dot != name.startIndex, name.utf8.distance(from: dot, to: name.endIndex) <= 20 {
+      stem = name[..<dot]
+      suffix = String(name[dot...])
+    }
+    let room = limit - suffix.utf8.count
+    var kept = ""
+    for character in stem {
+      if kept.utf8.count + character.utf8.count > room { break }
+      kept.append(character)
+    }
+    return kept + suffix
+  }
+
+  /// `name` with ` (n)` before its extension: `notes (2).txt`, `photos (3)`.
+  package static func numbered(_ name: String, _ number: Int) -> String {
+    guard number > 1 else { return name }
+    let mark = " (\(number))"
+    if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+      return shortened(String(name[..<dot]), to: maximumComponentBytes - mark.utf8.count - name.utf8.distance(from: dot, to: name.endIndex))
+        + mark + name[dot...]
+    }
+    return shortened(name, to: maximumComponentBytes - mark.utf8.count) + mark
+  }
+
+  /// The path of every entry of an offer, in order.
+  /// - Returns: the paths, or why the offer cannot be saved (a name too deep).
+  package static func paths(for files: [OfferedFile]) -> Result<[[String]], TransferNameError> {
+    var kinds: [String: Bool] = [:]  // lowercased path -> is a folder
+    var result: [[String]] = []
+    result.reserveCapacity(files.count)
+    for file in files {
+      var path = components(of: file.name)
+      guard path.count <= maximumDepth else { return .failure(.tooDeep(file.name, path.count)) }
+      // Every folder on the way must not be a file of an earlier entry.
+      for level in 0..<(path.count - 1) {
+        var number = 1
+        let base = path[level]
+        while kinds[key(path[0...level])] == false {
+          number += 1
+          path[level] = numbered(base, number)
+        }
+        kinds[key(path[0...level])] = true
+      }
+      // The entry itself must be new.
+      let base = path[path.count - 1]
+      var number = 1
+      while kinds[key(path[...])] != nil {
+        number += 1
+        path[path.count - 1] = numbered(base, number)
+      }
+      kinds[key(path[...])] = file.isDirectory
+      result.append(path)
+    }
+    return .success(result)
+  }
+
+  private static func key(_ path: ArraySlice<String>) -> String { path.joined(separator: "/").lowercased() }
+}
+
+/// Why an offer's names cannot be saved.
+package enum TransferNameError: Error, Hashable, Sendable, CustomStringConvertible {
+  case tooDeep(String, Int)
+
+  package var description: String {
+    switch self {
+    case .tooDeep(let name, let depth):
+      "the offered name '\(name.prefix(80))' is \(depth) folders deep (at most \(TransferName.maximumDepth))"
+    }
+  }
+}

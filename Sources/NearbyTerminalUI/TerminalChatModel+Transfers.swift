@@ -1,0 +1,67 @@
+import Nearby
+import NearbyChat
+
+/// File transfers in the terminal chat: offers and ends as lines of the log, and a progress
+/// bar per transfer going on, above the status bar:
+/// `↓ alice  [██████████░░░░░░░░░░]  45%  5.6/12.4 MiB  12.3 MiB/s  ETA 1 s  photos/a.jpg`.
+extension TerminalChatModel {
+  /// The most bars shown; beyond, the last row counts the others.
+  static let maximumTransferRows = 3
+
+  mutating func showTransfer(_ event: TransferEvent, _ line: ChatLine, into screen: inout String) {
+    switch event {
+    case .offer(let offer):
+      add(styler.entries(for: line, now: now), to: 0, alsoFor: offer.from.id)
+      if current != 0 { ring(&screen) }
+    case .started(let progress):
+      transferBars[progress.id] = progress
+      add(styler.entries(for: line, now: now), to: 0, alsoFor: progress.peer.id)
+    case .progress(let progress):
+      // No line: the bar changes in place.
+      if transferBars[progress.id] != nil || progress.bytes < progress.total { transferBars[progress.id] = progress }
+    case .finished(let id, let peer, _, _, _):
+      transferBars[id] = nil
+      add(styler.entries(for: line, now: now), to: 0, alsoFor: peer.id)
+    }
+  }
+
+  /// Rows the bars take (none on a terminal too short to spare them).
+  var transferRowCount: Int {
+    guard size.rows >= 8, !transferBars.isEmpty else { return 0 }
+    return min(transferBars.count, Self.maximumTransferRows)
+  }
+
+  /// The progress bars, oldest transfer first.
+  var transferRows: [StyledLine] {
+    let count = transferRowCount
+    guard count > 0 else { return [] }
+    let ordered = transferBars.values.sorted { $0.id < $1.id }
+    var rows = ordered.prefix(transferBars.count > count ? count - 1 : count).map(transferRow)
+    if transferBars.count > count {
+      rows.append(StyledLine("  … and \(transferBars.count - count + 1) more transfers (/transfers)", .dim).truncated(to: size.columns))
+    }
+    return rows
+  }
+
+  func transferRow(_ progress: TransferProgress) -> StyledLine {
+    var line = StyledLine(progress.direction == .send ? "↑ " : "↓ ", .bold)
+    line.append(EventFormatter.sanitize(progress.peer.name.value), styler.nameStyle(of: progress.peer.id))
+    let fraction = progress.total == 0 ? 1 : Double(progress.bytes) / Double(progress.total)
+    var figures = "  \(Int(fraction * 100))%  \(EventFormatter.byteText(progress.bytes))/\(EventFormatter.byteText(progress.total))"
+    if progress.rate > 0 { figures += "  \(EventFormatter.byteText(progress.rate))/s" }
+    if progress.rate > 0, let left = progress.secondsLeft { figures += "  ETA \(EventFormatter.durationText(left))" }
+    let file = progress.currentFile.map { "  " + EventFormatter.sanitize($0) } ?? ""
+    let room = size.columns - line.width - figures.count - 4
+    let width = max(0, min(30, room))
+    if width >= 5 {
+      let filled = min(width, Int((fraction * Double(width)).rounded(.down)))
+      line.append("  [", .dim)
+      line.append(String(repeating: "█", count: filled))
+      line.append(String(repeating: "░", count: width - filled), .dim)
+      line.append("]", .dim)
+    }
+    line.append(figures)
+    line.append(file, .dim)
+    return line.truncated(to: size.columns)
+  }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import Nearby
+import NearbyCore
+import NearbyTestSupport
+import Testing
+
+/// File transfers between sessions on 127.0.0.1 (real sockets, real files, the real
+/// protocol): folders, integrity, refusal, cancelling either way, a lying or corrupting
+/// sender, hostile names, and a relay in between.
+@Suite("File transfers")
+struct FileTransferTests {
+  static func pair(sender: (inout SessionConfiguration) -> Void = { _ in }) async throws -> (RunningSession, RunningSession) {
+    let alice = try await RunningSession.start("alice", configure: sender)
+    let bob = try await RunningSession.start("bob")
+    try await connect(alice, bob)
+    return (alice, bob)
+  }
+
+  @Test func aFolderWithNestedFilesAnEmptyFileAndAnEmptyFolderArrivesIntact() async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/album/a.bin", size: 100_000, seed: 1)
+    FileFixtures.write(source + "/album/nested/deeper/b.bin", size: 300_001, seed: 2)
+    FileFixtures.write(source + "/album/empty.txt", text: "")
+    try FileManager.default.createDirectory(atPath: source + "/album/nothing", withIntermediateDirectories: true)
+    FileFixtures.write(source + "/top.txt", text: "hello")
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair()
+
+    let transfer = try await alice.session.sendFiles(at: [source + "/album", source + "/top.txt"], to: bob.peer.id)
+    let offer = try await bob.expectOffer()
+    #expect(offer.id == transfer.id)
+    #expect(offer.from.id == alice.peer.id)
+    #expect(offer.files.map(\.name) == ["album/a.bin", "album/empty.txt", "album/nested/deeper/b.bin", "album/nothing", "top.txt"])
+    #expect(offer.totalSize == 400_006)
+    try await offer.accept(into: downloads)
+
+    #expect(await transfer.result() == .completed)
+    let (end, saved) = try await bob.expectEnd(of: offer.id)
+    #expect(end == .completed)
+    #expect(saved.count == 4)
+    #expect(
+      FileFixtures.listing(downloads) == [
+        "album/", "album/a.bin", "album/empty.txt", "album/nested/", "album/nested/deeper/", "album/nested/deeper/b.bin", "album/nothing/", "top.txt",
+      ])
+    for name in ["album/a.bin", "album/nested/deeper/b.bin", "album/empty.txt", "top.txt"] {
+      #expect(FileFixtures.blake2b(downloads + "/" + name) == FileFixtures.blake2b(source + "/" + name), "\(name)")
+      let file = try #require(saved.first { $0.name == name })
+      #expect(file.path == downloads + "/" + name)
+      #expect(file.blake2b == FileFixtures.blake2b(source + "/" + name))
+    }
+    // The sender hears the same.
+    let (sent, files) = try await alice.expectEnd(of: transfer.id)
+    #expect(sent == .completed)
+    #expect(files.map(\.path).contains(source + "/album/nested/deeper/b.bin"))
+
+    // Sent again: nothing is overwritten, the folder gets a number.
+    let again = try await alice.session.sendFiles(at: [source + "/album"], to: bob.peer.id)
+    try await bob.expectOffer().accept(into: downloads)
+    #expect(await again.result() == .completed)
+    #expect(FileFixtures.blake2b(downloads + "/album (2)/a.bin") == FileFixtures.blake2b(source + "/album/a.bin"))
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func aLargeRandomFileKeepsItsHashAndIsSentOnce() async throws {
+    let source = FileFixtures.folder()
+    let size = 8 << 20
+    FileFixtures.write(source + "/random.bin", size: size, seed: 7)
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair()
+    let transfer = try await alice.session.sendFiles(at: [source + "/random.bin"], to: bob.peer.id)
+    try await bob.expectOffer().accept(into: downloads)
+    var last: TransferProgress?
+    for await progress in transfer.progress { last = progress }
+    #expect(await transfer.result() == .completed)
+    #expect(last?.bytes == UInt64(size))
+    #expect(FileFixtures.blake2b(downloads + "/random.bin") == FileFixtures.blake2b(source + "/random.bin"))
+    #expect(!FileManager.default.fileExists(atPath: downloads + "/random.bin.part"))
+    let progress = try await bob.expect("progress") { if case .transfer(.progress(let p)) = $0, p.bytes > 0 { p } else { nil } }
+    #expect(progress.direction == .receive)
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func aRefusedOfferEndsOnBothSides() async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/a.txt", text: "no thanks")
+    let (alice, bob) = try await Self.pair()
+    let transfer = try await alice.session.sendFiles(at: [source + "/a.txt"], to: bob.peer.id)
+    try await bob.expectOffer().refuse()
+    guard case .failed(.refused, let message)? = await transfer.result() else {
+      Issue.record("not refused")
+      return
+    }
+    #expect(message.contains("refused"))
+    #expect(await alice.session.transfers.isEmpty)
+    #expect(await bob.session.transfers.isEmpty)
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test(arguments: ["sender", "receiver"])
+  func eitherSideCancelsMidwayAndThePartGoes(_ side: String) async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/big.bin", size: 16 << 20, seed: 3)
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair {
+      $0.transferTuning.directWindow = 1 << 20
+      $0.maximumFileRate = 8 << 20
+    }
+    let transfer = try await alice.session.sendFiles(at: [source + "/big.bin"], to: bob.peer.id)
+    try await bob.expectOffer().accept(into: downloads)
+    _ = try await bob.expect("some bytes") { if case .transfer(.progress(let p)) = $0, p.bytes > 0 { p } else { nil } }
+    if side == "sender" { await transfer.cancel() } else { await bob.session.cancelTransfer(transfer.id) }
+    let (end, _) = try await bob.expectEnd(of: transfer.id)
+    guard case .cancelled(let byPeer, _) = end else {
+      Issue.record("\(end)")
+      return
+    }
+    #expect(byPeer == (side == "sender"))
+    guard case .cancelled(let senderSawPeer, _)? = await transfer.result() else {
+      Issue.record("the sender did not see a cancel")
+      return
+    }
+    #expect(senderSawPeer == (side == "receiver"))
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(FileFixtures.listing(downloads).isEmpty, "\(FileFixtures.listing(downloads))")
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func aSenderThatCorruptsAChunkIsCaughtByTheHash() async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/data.bin", size: 3 << 20, seed: 4)
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair { $0.transferTuning.corruptFirstChunk = true }
+    let transfer = try await alice.session.sendFiles(at: [source + "/data.bin"], to: bob.peer.id)
+    try await bob.expectOffer().accept(into: downloads)
+    let (end, saved) = try await bob.expectEnd(of: transfer.id)
+    guard case .failed(.integrity, let message) = end else {
+      Issue.record("\(end)")
+      return
+    }
+    #expect(message.contains("does not match its BLAKE2b"), "\(message)")
+    #expect(saved.isEmpty)
+    guard case .failed(.integrity, _)? = await transfer.result() else {
+      Issue.record("the sender was not told")
+      return
+    }
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(FileFixtures.listing(downloads).isEmpty)
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test(arguments: [Int64(-1000), 1000])
+  func aSenderThatLiesAboutTheSizeIsStopped(_ lie: Int64) async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/data.bin", size: 1 << 20, seed: 5)
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair { $0.transferTuning.misstateSizes = lie }
+    let transfer = try await alice.session.sendFiles(at: [source + "/data.bin"], to: bob.peer.id)
+    let offer = try await bob.expectOffer()
+    #expect(offer.totalSize == UInt64(Int64(1 << 20) + lie))
+    try await offer.accept(into: downloads)
+    let (end, _) = try await bob.expectEnd(of: transfer.id)
+    guard case .failed(.integrity, let message) = end else {
+      Issue.record("\(end)")
+      return
+    }
+    #expect(message.contains(lie < 0 ? "more bytes" : "it offered"), "\(message)")
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(FileFixtures.listing(downloads).isEmpty)
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func hostileNamesLandInsideTheDownloadFolder() async throws {
+    let source = FileFixtures.folder()
+    let long = String(repeating: "é", count: 150)  // 300 bytes
+    let hostile = ["../x", "/etc/passwd", "a\u{0}b", "CON", long + ".txt", "a/../../../b", "\u{202E}txt.exe"]
+    for index in hostile.indices { FileFixtures.write(source + "/f\(index)", text: "file \(index)") }
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair { $0.transferTuning.offeredNames = hostile }
+    let transfer = try await alice.session.sendFiles(at: hostile.indices.map { source + "/f\($0)" }, to: bob.peer.id)
+    let offer = try await bob.expectOffer()
+    #expect(offer.files.map(\.name) == hostile)
+    try await offer.accept(into: downloads)
+    let (end, saved) = try await bob.expectEnd(of: transfer.id)
+    #expect(end == .completed)
+    let names = saved.map { String($0.path.dropFirst(downloads.count + 1)) }
+    let shortened = String(repeating: "é", count: 98) + ".txt"
+    #expect(names == ["x", "etc/passwd", "a_b", "_CON", shortened, "a/b", "_txt.exe"])
+    for file in saved { #expect(file.path.hasPrefix(downloads + "/")) }
+    #expect(FileFixtures.listing(downloads).count == 9)
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  @Test func filesGoThroughARelaySealedEndToEnd() async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/via/relay.bin", size: 3 << 20, seed: 8)
+    FileFixtures.write(source + "/via/small.txt", text: "through the relay")
+    let downloads = FileFixtures.folder()
+    let relay = try await RunningSession.start("relay") { $0.isRelay = true }
+    let alice = try await RunningSession.start("alice")
+    let bob = try await RunningSession.start("bob")
+    try await connect(alice, relay)
+    try await connect(bob, relay)
+    _ = try await alice.expect("bob reachable") { if case .reachable(let peer, _) = $0, peer.id == bob.peer.id { true } else { nil } }
+    let transfer = try await alice.session.sendFiles(at: [source + "/via"], to: bob.peer.id)
+    let offer = try await bob.expectOffer()
+    #expect(offer.from.id == alice.peer.id)
+    try await offer.accept(into: downloads)
+    #expect(await transfer.result() == .completed)
+    #expect(FileFixtures.blake2b(downloads + "/via/relay.bin") == FileFixtures.blake2b(source + "/via/relay.bin"))
+    #expect(FileFixtures.blake2b(downloads + "/via/small.txt") == FileFixtures.blake2b(source + "/via/small.txt"))
+    // The relay forwarded sealed messages: it could not read them, and took no file itself.
+    #expect(await relay.session.relayStatistics.forwardedMessages > 24)
+    #expect(await relay.session.transfers.isEmpty)
+    try await alice.stop()
+    try await bob.stop()
+    try await relay.stop()
+  }
+
+  @Test func aTransferResumesAfterTheConnectionDropsAndSendsLittleTwice() async throws {
+    let source = FileFixtures.folder()
+    let size = 12 << 20
+    FileFixtures.write(source + "/resume.bin", size: size, seed: 6)
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair {
+      $0.maximumFileRate = 8 << 20
+      $0.transferTuning.directWindow = 1 << 20
+    }
+    let transfer = try await alice.session.sendFiles(at: [source + "/resume.bin"], to: bob.peer.id)
+    try await bob.expectOffer().accept(into: downloads)
+    _ = try await bob.expect("a third") { if case .transfer(.progress(let p)) = $0, p.bytes > UInt64(size / 3) { p } else { nil } }
+    await bob.session.leave(alice.peer.id)
+    _ = try await alice.expect("disconnected") { if case .disconnected(let p, _) = $0, p.id == bob.peer.id { p } else { nil } }
+    let transfers = await alice.session.transfers
+    #expect(transfers.first?.phase == .paused, "\(transfers)")
+    try await connect(alice, bob)
+    var last: TransferProgress?
+    for await progress in transfer.progress { last = progress }
+    #expect(await transfer.result() == .completed)
+    #expect(FileFixtures.blake2b(downloads + "/resume.bin") == FileFixtures.blake2b(source + "/resume.bin"))
+    let sent = try #require(last?.sent)
+    #expect(sent >= UInt64(size) && Double(sent) < 1.2 * Double(size), "sent \(sent) of \(size)")
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  /// Bob stops (as a killed process would: nothing more is said about the transfer) and a
+  /// new session with his state directory meets alice again: it resumes from its `.part`
+  /// without asking anyone.
+  @Test func aReceiverRestartedWithItsStateDirectoryResumesWithoutAsking() async throws {
+    let source = FileFixtures.folder()
+    let size = 12 << 20
+    FileFixtures.write(source + "/restart.bin", size: size, seed: 9)
+    let downloads = FileFixtures.folder()
+    let state = FileFixtures.folder()
+    let alice = try await RunningSession.start("alice") {
+      $0.maximumFileRate = 8 << 20
+      $0.transferTuning.directWindow = 1 << 20
+    }
+    let transfer: OutgoingTransfer
+    var before: UInt64 = 0
+    do {
+      let bob = try await RunningSession.start("bob", identity: try PeerIdentity(directory: state))
+      try await connect(alice, bob)
+      transfer = try await alice.session.sendFiles(at: [source + "/restart.bin"], to: bob.peer.id)
+      try await bob.expectOffer().accept(into: downloads)
+      before = try await bob.expect("half") { if case .transfer(.progress(let p)) = $0, p.bytes > UInt64(size / 2) { p.bytes } else { nil } }
+      try await bob.stop()
+    }
+    #expect(FileManager.default.fileExists(atPath: downloads + "/restart.bin.part"))
+    #expect(FileFixtures.listing(state + "/transfers").contains("\(transfer.id.hex).receive"))
+    let bob = try await RunningSession.start("bob", identity: try PeerIdentity(directory: state))
+    try await connect(alice, bob)
+    let resumed = try await bob.expect("resumed") { if case .transfer(.started(let p)) = $0 { p } else { nil } }
+    #expect(resumed.bytes >= before, "resumed at \(resumed.bytes), had \(before)")
+    var last: TransferProgress?
+    for await progress in transfer.progress { last = progress }
+    #expect(await transfer.result() == .completed)
+    #expect(FileFixtures.blake2b(downloads + "/restart.bin") == FileFixtures.blake2b(source + "/restart.bin"))
+    #expect(!bob.events.all.contains { if case .transfer(.offer) = $0 { true } else { false } })
+    let sent = try #require(last?.sent)
+    #expect(Double(sent) < 1.6 * Double(size), "sent \(sent) of \(size)")
+    try await alice.stop()
+    try await bob.stop()
+  }
+}
