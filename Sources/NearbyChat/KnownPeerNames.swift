@@ -48,7 +48,7 @@ public struct KnownPeerNames: Sendable {
         note(relayed.via)
       }
     case .invitations(let pending): for invitation in pending { note(invitation.peer) }
-    case .settled, .notice, .error: break
+    case .settled, .notice, .error, .transfers: break
     }
   }
 
@@ -68,7 +68,7 @@ public struct KnownPeerNames: Sendable {
     case .impostorWarning(let peer, let verified):
       note(peer)
       note(verified)
-    case .error, .status: break
+    case .error, .status, .transfer: break
     }
   }
 

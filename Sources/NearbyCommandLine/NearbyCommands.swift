@@ -195,8 +195,8 @@ public enum NearbyCommands {
         events on stdout). Ctrl-C cancels the transfer.
         """,
       options: [
-        to.spec, name.spec, Common.service.spec, connect.spec, timeout.spec, rate.spec, Common.port.spec, Common.json.spec,
-        Common.stateDirectory.spec,
+        to.spec, name.spec, Common.service.spec, connect.spec, timeout.spec, rate.spec, Common.reconnectGrace.spec, Common.port.spec,
+        Common.json.spec, Common.stateDirectory.spec,
       ],
       arguments: [ArgumentSpec("paths", help: "Files and folders to send.", variadic: true)],
       examples: ["nearby send --to bob notes.txt photos/", "nearby send --to 5e6f7a8b --connect 192.0.2.7:4000 backup.tar"])
@@ -222,8 +222,8 @@ public enum NearbyCommands {
         the same state directory, it resumes an interrupted transfer.
         """,
       options: [
-        from.spec, Common.downloads.spec, Common.acceptFiles.spec, name.spec, Common.service.spec, timeout.spec, Common.port.spec,
-        Common.json.spec, Common.stateDirectory.spec,
+        from.spec, Common.downloads.spec, Common.acceptFiles.spec, name.spec, Common.service.spec, timeout.spec,
+        Common.reconnectGrace.spec, Common.port.spec, Common.json.spec, Common.stateDirectory.spec,
       ],
       examples: ["nearby receive --accept-files all", "nearby receive --from alice --downloads /srv/inbox --accept-files all"])
   }

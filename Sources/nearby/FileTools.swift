@@ -16,7 +16,8 @@ struct SendTool: Tool {
     setup = SessionSetup(
       stateDirectory: SessionSetup.stateDirectory(try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables),
       name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
-      port: try parsed.value(NearbyCommands.Common.port, default: 0))
+      port: try parsed.value(NearbyCommands.Common.port, default: 0),
+      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
     guard let target = try parsed.value(Options.to) else { throw .usage("--to NAME|ID is required: the peer to send to", path: parsed.path) }
     let paths = parsed.variadic("paths")
     guard !paths.isEmpty else { throw .usage("give at least one file or folder to send", path: parsed.path) }
@@ -55,7 +56,8 @@ struct ReceiveTool: Tool {
     setup = SessionSetup(
       stateDirectory: SessionSetup.stateDirectory(try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables),
       name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
-      port: try parsed.value(NearbyCommands.Common.port, default: 0))
+      port: try parsed.value(NearbyCommands.Common.port, default: 0),
+      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
     guard
       let downloads = try parsed.value(NearbyCommands.Common.downloads)
         ?? NearbySession.defaultDownloadsDirectory(environment: environment.variables)
