@@ -247,6 +247,10 @@ extension NearbySession {
       metPeer(peer)
       transferPeerReachable(peer.id)
     case .reachable(let peer, _): transferPeerReachable(peer.id)
+    // A resumed session resends messages, not FILE frames: transfers pause while it waits,
+    // and the OFFER sent again on the new connection says where each file resumes.
+    case .reconnected(let peer): transferPeerReachable(peer.id)
+    case .reconnecting(let peer, let attempt) where attempt <= 1: transferPeerLost(peer.id)
     case .disconnected(let peer, _), .unreachable(let peer): transferPeerLost(peer.id)
     default: break
     }

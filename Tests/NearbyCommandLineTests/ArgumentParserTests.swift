@@ -31,7 +31,7 @@ struct ArgumentParserTests {
       (["chat", "--json=yes"], "flag '--json' does not take a value"),
       (["chat", "extra"], "unexpected argument 'extra'"),
       (["chta"], "unknown command 'chta'; did you mean 'chat'?"),
-      ([], "missing command: choose one of chat, browse, relay, peers, bench, lab"),
+      ([], "missing command: choose one of chat, send, receive, browse, relay, peers, bench, lab"),
       (["browse", "-x"], "unknown option '-x'"),
     ])
   func usageErrors(arguments: [String], message: String) {
