@@ -180,6 +180,8 @@ extension NearbySession {
         }
       case .settled(let report):
         settled(report)
+      case .federate(let output):
+        federationLink?.handle(output)
       }
     }
     if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }

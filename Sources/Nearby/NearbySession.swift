@@ -67,6 +67,8 @@ public actor NearbySession {
   var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
   var readyWaiters: [CheckedContinuation<UInt16?, Never>] = []
   private nonisolated let inboundIDs = Atomic<UInt64>(1)
+  /// Where a federated relay's ``FederationOutput``s go (NearbySession+Federation).
+  var federationLink: (any FederationLink)?
   nonisolated let shutdownGate = Gate()
 
   enum RunState { case idle, running, stopped }
@@ -78,7 +80,9 @@ public actor NearbySession {
     self.loop = loop
     self.taskExecutor = EventLoopTaskExecutor(loop)
     var core = SessionStateMachine.Configuration(local: configuration.peer)
-    core.capabilities = configuration.isRelay ? .relay : []
+    // Every session understands what federated relays send (sites in rosters, `queued`).
+    core.capabilities = configuration.isRelay ? [.relay, .federation] : .federation
+    core.federation = configuration.isRelay ? configuration.federation : nil
     core.acceptPolicy = configuration.acceptPolicy
     core.allowList = configuration.allowList
     core.timeouts = configuration.timeouts

@@ -48,6 +48,9 @@ public struct SessionConfiguration: Sendable {
   public var isRelay = false
   /// Invite every peer found through DNS-SD (a relay's `--connect-found`), with backoff.
   public var connectFound = false
+  /// A relay that federates sites (`nearby relay --federate ... --site NAME`): its site.
+  /// The federation itself is attached with ``NearbySession/attachFederation(_:)``.
+  package var federation: FederationSettings?
 
   /// - Parameters:
   ///   - identity: who we are (``PeerIdentity/init(directory:)`` or ``PeerIdentity/ephemeral()``).

@@ -101,7 +101,7 @@ extension SessionStateMachine {
       for (peerID, record) in peers where peerID != localPeer.id && !record.isRelay {
         if let id = record.session {
           routing.direct.append(id)
-        } else if let route = record.bestRoute, record.publicKey != nil {
+        } else if let route = record.bestRoute, record.publicKey != nil, !isOffline(peerID) {
           routing.relayed[peerID] = route
         }
       }
@@ -217,7 +217,7 @@ extension SessionStateMachine {
       for (peerID, record) in peers where peerID != localPeer.id && !record.isRelay {
         if let id = record.session {
           if !result.contains(id) { result.append(id) }
-        } else if let route = record.bestRoute, record.publicKey != nil, !result.contains(route) {
+        } else if let route = record.bestRoute, record.publicKey != nil, !isOffline(peerID), !result.contains(route) {
           result.append(route)
         }
       }
@@ -332,6 +332,7 @@ extension SessionStateMachine {
     }
     guard seen.insert(sender: message.sender, id: message.id) else {
       relayStatistics.duplicatesDropped += 1
+      acknowledgeCopy(message, on: id, into: &actions)
       return
     }
     guard let from = peerRecord(message.sender, { $0.peer }) else { return }
@@ -342,6 +343,7 @@ extension SessionStateMachine {
 
   mutating func acknowledged(_ delivered: Frame.Delivered, on id: ConnectionID, into actions: inout [SessionAction]) {
     guard delivered.origin == localPeer.id else {
+      federationNoteReceipt(delivered, on: id, into: &actions)
       routeTowardOrigin(delivered.origin, .delivered(delivered), from: id, into: &actions)
       return
     }
@@ -386,9 +388,10 @@ extension SessionStateMachine {
       }
     }
     for group in groups {
-      guard updateConnection(group.connection, { $0.machine?.state == .connected }) == true else { continue }
       // A receipt that a relay carries back is signed, so that the origin can trust it.
       let relayed = connection(group.connection, { $0.peerID }) ?? nil != group.origin
+      noteTaken(origin: group.origin, ids: group.ids, relayed: relayed)
+      guard updateConnection(group.connection, { $0.machine?.state == .connected }) == true else { continue }
       var start = 0
       while start < group.ids.count {
         let end = min(start + ProtocolLimits.maximumDeliveredIDs, group.ids.count)

@@ -28,6 +28,8 @@ package struct SessionStateMachine: Sendable {
     package var endToEnd: any EndToEndCrypto = NoEndToEndCrypto()
     /// Peers whose code the person compared (``AcceptPolicy/known`` accepts them).
     package var verifiedPeers: Set<PeerID> = []
+    /// A relay that federates sites (PROTOCOL.md 9.6); `nil`: not federated.
+    package var federation: FederationSettings?
 
     package init(local: Peer) { self.local = local }
 
@@ -104,6 +106,8 @@ package struct SessionStateMachine: Sendable {
   var autoConnect: [PeerID: AutoConnect] = [:]
   /// Peers whose session was lost without a goodbye: their invitations are accepted.
   var resumable: Set<PeerID> = []
+  /// Peers behind the federation, sites, receipts to send again (SessionStateMachine+Federation).
+  var federation = FederationState()
 
   /// - Parameters:
   ///   - configuration: who we are and how we answer.

@@ -197,6 +197,9 @@ public enum SessionEvent: Hashable, Sendable {
   case message(ReceivedMessage)
   /// A peer's application took a message of ours (see ``DeliveryReport`` for all of them).
   case delivered(messageID: MessageID, to: Peer)
+  /// The peer is offline: a federated relay keeps the message and delivers it when the peer
+  /// connects again, at any site; `delivered` follows then (or an `expired` error).
+  case queued(messageID: MessageID, to: Peer)
   case error(SessionError)
   /// A peer we are not connected to can be reached through a relay (messages to it work).
   case reachable(Peer, via: Peer)
@@ -246,6 +249,8 @@ package enum SessionAction: Sendable {
   case deliver(ReceivedMessage, from: ConnectionID)
   /// One of our messages is settled: every recipient confirmed it or failed.
   case settled(DeliveryReport)
+  /// Work for the federation (a federated relay only): see ``FederationOutput``.
+  case federate(FederationOutput)
 }
 
 /// A received message the application has taken, to acknowledge on its connection.

@@ -157,6 +157,7 @@ public actor RelayService {
     case .disconnected(let peer, let reason): write(.info, "disconnected", fields(peer, ["reason": "\(reason)"]))
     case .message(let message): write(.debug, "message", fields(message.from, ["bytes": "\(message.body.count)"]))
     case .delivered(let id, let peer): write(.debug, "delivered", fields(peer, ["message": "\(id)"]))
+    case .queued(let id, let peer): write(.debug, "queued", fields(peer, ["message": "\(id)"]))
     case .reachable(let peer, let relay): write(.info, "reachable", fields(peer, ["via": relay.id.hex]))
     case .unreachable(let peer): write(.info, "unreachable", fields(peer))
     case .error(let error): write(.warning, "error", ["error": error.description])

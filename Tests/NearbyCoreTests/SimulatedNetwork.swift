@@ -49,6 +49,8 @@ struct SimulatedNetwork {
   var slowApplications: Set<PeerID> = []
   /// Delivery reports of settled messages, per node.
   var settled: [PeerID: [DeliveryReport]] = [:]
+  /// What federated relays asked of the federation, in order (``SimulatedFederation`` takes it).
+  var federationOutputs: [(relay: PeerID, output: FederationOutput)] = []
 
   mutating func add(_ peer: Peer, policy: AcceptPolicy = .ask, configure: (inout SessionStateMachine.Configuration) -> Void = { _ in }) {
     var configuration = SessionStateMachine.Configuration(local: peer)
@@ -141,6 +143,8 @@ struct SimulatedNetwork {
         untaken[node, default: []].append(TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue))
       case .settled(let report):
         settled[node, default: []].append(report)
+      case .federate(let output):
+        federationOutputs.append((node, output))
       }
     }
   }
@@ -284,6 +288,7 @@ extension SessionEvent {
     case .disconnected: "disconnected"
     case .message: "message"
     case .delivered: "delivered"
+    case .queued: "queued"
     case .error: "error"
     case .reachable: "reachable"
     case .unreachable: "unreachable"
