@@ -105,7 +105,8 @@ let package = Package(
     .executableTarget(
       name: "nearby",
       dependencies: [
-        "Nearby", "NearbyChat", "NearbyTerminalUI", "NearbyScript", "NearbyRelay", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench",
+        "Nearby", "NearbyChat", "NearbyTerminalUI", "NearbyScript", "NearbyRelay", "NearbyFederation", "NearbyCommandLine", "NearbyDiscovery",
+        "NearbyBench",
         "NearbyLab", "NearbySystem", "CNearbySystem",
       ],
       swiftSettings: strict

@@ -105,8 +105,8 @@ extension SessionStateMachine {
   }
 
   /// The federation did not store a message (full, or unavailable): its origin is told.
-  package mutating func federationStoreFailed(_ message: Frame.Message, recipient: PeerID, into actions: inout [SessionAction]) {
-    report(.storeFailed, origin: message.sender, messageID: message.id, recipient: recipient, into: &actions)
+  package mutating func federationStoreFailed(origin: PeerID, messageID: UInt64, recipient: PeerID, into actions: inout [SessionAction]) {
+    report(.storeFailed, origin: origin, messageID: messageID, recipient: recipient, into: &actions)
   }
 
   /// A stored message reached the age limit before its recipient connected.

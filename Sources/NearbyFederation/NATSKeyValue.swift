@@ -7,8 +7,9 @@ import Synchronization
 
 /// A change of a key-value bucket, as a watcher sees it.
 public enum NATSKeyValueChange: Sendable, Equatable {
-  /// `key` has `value` since `created` (nanoseconds since 1970, the server's clock).
-  case put(key: String, value: [UInt8], created: Int64)
+  /// `key` has `value` since `created` (nanoseconds since 1970, the server's clock), at
+  /// `revision`.
+  case put(key: String, value: [UInt8], created: Int64, revision: UInt64)
   /// `key` was deleted or purged.
   case deleted(key: String)
   /// Every value that existed when the watch began has been given.
@@ -64,6 +65,16 @@ public final class NATSKeyValue: @unchecked Sendable {
     let status = value.withUnsafeBytes { kvStore_Put(&revision, store, key, $0.baseAddress, Int32($0.count)) }
     try NATSError.check(status, "kvStore_Put(\(bucket), \(key))")
     return revision
+  }
+
+  /// Sets `key` only if its latest revision is still `revision` (`kvStore_Update`): nobody
+  /// wrote it since. Blocks. - Returns: `false` when someone did.
+  public func update(_ key: String, _ value: [UInt8], revision: UInt64) throws(NATSError) -> Bool {
+    var newRevision: UInt64 = 0
+    let status = value.withUnsafeBytes { kvStore_Update(&newRevision, store, key, $0.baseAddress, Int32($0.count), revision) }
+    if status == NATS_ERR, NATSError.lastErrorText().contains("wrong last sequence") { return false }
+    try NATSError.check(status, "kvStore_Update(\(bucket), \(key))")
+    return true
   }
 
   /// Deletes `key` (`kvStore_Delete`). Blocks.
@@ -157,7 +168,7 @@ private final class WatchContext: @unchecked Sendable {
         if count > 0, let bytes = kvEntry_Value(entry) {
           value = Array(UnsafeRawBufferPointer(start: bytes, count: count))
         }
-        handler(.put(key: key, value: value, created: kvEntry_Created(entry)))
+        handler(.put(key: key, value: value, created: kvEntry_Created(entry), revision: kvEntry_Revision(entry)))
       default:
         handler(.deleted(key: key))
       }

@@ -87,7 +87,7 @@ struct SimulatedFederation {
     switch output {
     case .publish(let message, let recipient, _):
       if isDown {
-        net.act(relay) { m, x, _ in m.federationStoreFailed(message, recipient: recipient, into: &x) }
+        net.act(relay) { m, x, _ in m.federationStoreFailed(origin: message.sender, messageID: message.id, recipient: recipient, into: &x) }
         return
       }
       ledgers[relay]!.published(origin: message.sender, id: message.id, recipient: recipient, at: net.now)

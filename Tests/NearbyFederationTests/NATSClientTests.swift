@@ -104,7 +104,7 @@ struct NATSClientTests {
       let changes = Collected<NATSKeyValueChange>()
       let watch = try bucket.watchAll(changes.handler)
       let initial = try await changes.next("initial value") {
-        if case .put(let key, let value, _) = $0 { "\(key)=\(String(decoding: value, as: UTF8.self))" } else { nil }
+        if case .put(let key, let value, _, _) = $0 { "\(key)=\(String(decoding: value, as: UTF8.self))" } else { nil }
       }
       #expect(initial == "peer.a=alice")
       _ = try await changes.next("initial values done") { $0 == .initialValuesDone ? true : nil }
@@ -112,7 +112,7 @@ struct NATSClientTests {
         try bucket.put("peer.b", Array("bob".utf8))
         try bucket.delete("peer.a")
       }
-      let put = try await changes.next("put") { if case .put(let key, _, let created) = $0 { (key, created) } else { nil } }
+      let put = try await changes.next("put") { if case .put(let key, _, let created, _) = $0 { (key, created) } else { nil } }
       #expect(put.0 == "peer.b" && put.1 > 0)
       let deleted = try await changes.next("delete") { if case .deleted(let key) = $0 { key } else { nil } }
       #expect(deleted == "peer.a")
