@@ -8,7 +8,12 @@ extension Federation {
   /// (bound to wherever the peer was before, or to us before a failover) goes, and the new
   /// one delivers everything not acknowledged yet, in order. Tried again while it fails.
   func bind(_ id: PeerID) {
-    guard local[id] != nil, let connection, !isStopping else { return }
+    guard local[id] != nil, let connection, !isStopping, statistics.isConnected else { return }
+    // One at a time per peer; a bind asked for meanwhile runs after it.
+    guard !binding.contains(id) else {
+      rebind.insert(id)
+      return
+    }
     let deliverSubject = configuration.deliverSubject(relay: relay, peer: id)
     if local[id]?.subscription == nil {
       do throws(NATSError) {
@@ -23,6 +28,7 @@ extension Federation {
       }
     }
     local[id]?.isBound = false
+    binding.insert(id)
     var consumer = PushConsumerSettings(
       stream: configuration.stream, name: configuration.consumer(for: id), filterSubject: configuration.subject(for: id),
       deliverSubject: deliverSubject)
@@ -32,10 +38,20 @@ extension Federation {
       do throws(NATSError) {
         try connection.deleteConsumer(stream: settings.stream, name: settings.name)
         try connection.addPushConsumer(settings)
-        self.queue.async { if self.local[id] != nil { self.local[id]?.isBound = true } }
+        self.queue.async {
+          self.binding.remove(id)
+          if self.local[id] != nil { self.local[id]?.isBound = true }
+          if self.rebind.remove(id) != nil { self.bind(id) }
+        }
       } catch {
         self.report(.warning("could not create the consumer \(settings.name): \(error); trying again"))
-        self.control.after(.seconds(1)) { self.queue.async { self.bind(id) } }
+        self.control.after(.seconds(1)) {
+          self.queue.async {
+            self.binding.remove(id)
+            self.rebind.remove(id)
+            self.bind(id)
+          }
+        }
       }
     }
   }

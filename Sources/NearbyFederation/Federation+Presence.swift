@@ -73,16 +73,29 @@ extension Federation {
       })
   }
 
-  /// Writes a local peer's entry (online, here).
+  /// Writes a local peer's entry (online, here): one write at a time per peer, none while
+  /// disconnected (reconnecting writes them all again).
   func writePresence(_ id: PeerID) {
-    guard let peer = local[id], let bucket, !isStopping else { return }
+    guard let peer = local[id], let bucket, !isStopping, statistics.isConnected else { return }
+    guard !presenceWrites.contains(id) else { return }
+    presenceWrites.insert(id)
     let record = PresenceRecord(peer: peer.peer, publicKey: peer.publicKey, site: configuration.site, relay: relay, isOnline: true)
     control.async {
       do throws(NATSError) {
         let revision = try bucket.put(PresenceRecord.key(id), record.encoded)
-        self.queue.async { if self.local[id] != nil { self.local[id]?.revision = revision } }
+        self.queue.async {
+          self.presenceWrites.remove(id)
+          if self.local[id] != nil { self.local[id]?.revision = revision }
+        }
       } catch {
+        // Just after the bucket was made its leader may not be elected yet: soon again.
         self.report(.warning("could not write the presence of \(peer.peer.name) (\(id.shortHex)): \(error); trying again"))
+        self.control.after(.milliseconds(500)) {
+          self.queue.async {
+            self.presenceWrites.remove(id)
+            self.writePresence(id)
+          }
+        }
       }
     }
   }

@@ -48,6 +48,11 @@ public final class Federation: FederationLink, @unchecked Sendable {
   var local: [PeerID: LocalPeer] = [:]
   /// Every peer presence names, with when its entry was last written (our clock).
   var presence: [PeerID: PresenceState] = [:]
+  /// Peers whose consumer is being (re)created, and those to do again after that.
+  var binding: Set<PeerID> = []
+  var rebind: Set<PeerID> = []
+  /// Peers whose presence entry is being written.
+  var presenceWrites: Set<PeerID> = []
   /// Asynchronous publishes waiting for the stream's answer, by their key.
   var pending: [String: PendingPublish] = [:]
   var nextReportKey: UInt64 = 0
@@ -211,7 +216,12 @@ public final class Federation: FederationLink, @unchecked Sendable {
       statistics.reconnects += 1
       // Deliveries in flight were lost with the old server: every consumer again, from what
       // is not acknowledged (in order; the ledger skips what is already on its way).
-      if isReady { for id in local.keys.sorted() { bind(id) } }
+      if isReady {
+        for id in local.keys.sorted() {
+          writePresence(id)
+          bind(id)
+        }
+      }
     case .disconnected:
       statistics.isConnected = false
     case .closed:

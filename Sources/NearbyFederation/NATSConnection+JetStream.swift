@@ -78,8 +78,19 @@ extension NATSConnection {
         var info: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(rawValue: 0)
         let existing = js_GetStreamInfo(&info, jetStream, settings.name, nil, &code)
+        // A stream that has these limits already is left alone (every relay checks it at start).
+        let current = info?.pointee.Config?.pointee
+        let unchanged =
+          current.map {
+            $0.MaxAge == config.MaxAge && $0.MaxBytes == config.MaxBytes && $0.Retention == config.Retention && $0.Discard == config.Discard
+              && $0.SubjectsLen == config.SubjectsLen
+          } ?? false
+        let currentReplicas = Int(current?.Replicas ?? 0)
         jsStreamInfo_Destroy(info)
         info = nil
+        if existing == NATS_OK, unchanged, currentReplicas == replicas {
+          return currentReplicas
+        }
         let status: natsStatus
         let call: String
         if existing == NATS_OK {
