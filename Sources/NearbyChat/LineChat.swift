@@ -42,9 +42,12 @@ public enum ChatLine: Sendable {
 public struct RelayedPeer: Hashable, Sendable {
   public let peer: Peer
   public let via: Peer
-  public init(peer: Peer, via: Peer) {
+  /// Where it is, when the relay federates sites (``NearbySession/site(of:)``).
+  public let site: PeerSite?
+  public init(peer: Peer, via: Peer, site: PeerSite? = nil) {
     self.peer = peer
     self.via = via
+    self.site = site
   }
 }
 
@@ -156,11 +159,11 @@ public actor LineChat {
     case .invalid(let hint): output.show(.error(hint))
     case .peers:
       output.show(.peers(await session.discoveredPeers))
-      let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
+      let relayed = await relayedPeers()
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .who:
       output.show(.who(await session.connectedPeers, verified: Set(session.knownPeers.filter(\.isVerified).map(\.id))))
-      let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
+      let relayed = await relayedPeers()
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .invitations: output.show(.invitations(await session.pendingInvitations))
     case .invite(let target, let context):
@@ -213,6 +216,13 @@ public actor LineChat {
     let peer = pending[0].peer
     output.show(.notice("\(accept ? "accepting" : "declining") the invitation from \(EventFormatter.label(peer))"))
     if accept { await session.accept(peer.id) } else { await session.decline(peer.id) }
+  }
+
+  /// Peers reached through relays, with their sites when relays federate.
+  private func relayedPeers() async -> [RelayedPeer] {
+    var result: [RelayedPeer] = []
+    for (peer, via) in await session.relayedPeers { result.append(RelayedPeer(peer: peer, via: via, site: await session.site(of: peer.id))) }
+    return result
   }
 
   private func candidates(connectedFirst: Bool) async -> [Peer] {
