@@ -169,7 +169,7 @@ public enum NearbyCommands {
     public static let federate = Option<[String]>(
       OptionSpec(
         "federate", .value(name: "URL,..."),
-        help: "Join the relays of other sites through this NATS cluster (nats://HOST:PORT or tls://HOST:PORT, comma-separated).")
+        help: "Join the relays of other sites through this NATS cluster (nats://HOST:PORT or tls://HOST:PORT, comma-separated, the nearest first).")
     ) { text throws(OptionValueError) in
       let urls = text.split(separator: ",").map { $0.trimmingWhitespace }.filter { !$0.isEmpty }
       guard !urls.isEmpty else { throw OptionValueError("give one or more nats://HOST:PORT, separated by commas") }

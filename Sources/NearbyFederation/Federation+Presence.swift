@@ -85,11 +85,18 @@ extension Federation {
         let revision = try bucket.put(PresenceRecord.key(id), record.encoded)
         self.queue.async {
           self.presenceWrites.remove(id)
+          self.presenceFailures[id] = nil
           if self.local[id] != nil { self.local[id]?.revision = revision }
         }
       } catch {
-        // Just after the bucket was made its leader may not be elected yet: soon again.
-        self.report(.warning("could not write the presence of \(peer.peer.name) (\(id.shortHex)): \(error); trying again"))
+        // Just after the bucket was made, or a failover, its leader may not be elected yet:
+        // soon again (said once per run of failures).
+        self.queue.async {
+          self.presenceFailures[id, default: 0] += 1
+          if self.presenceFailures[id] == 1 {
+            self.report(.warning("could not write the presence of \(peer.peer.name) (\(id.shortHex)): \(error); trying again every 0.5 s"))
+          }
+        }
         self.control.after(.milliseconds(500)) {
           self.queue.async {
             self.presenceWrites.remove(id)

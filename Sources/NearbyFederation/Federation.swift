@@ -51,8 +51,9 @@ public final class Federation: FederationLink, @unchecked Sendable {
   /// Peers whose consumer is being (re)created, and those to do again after that.
   var binding: Set<PeerID> = []
   var rebind: Set<PeerID> = []
-  /// Peers whose presence entry is being written.
+  /// Peers whose presence entry is being written, and how many writes in a row failed.
   var presenceWrites: Set<PeerID> = []
+  var presenceFailures: [PeerID: Int] = [:]
   /// Asynchronous publishes waiting for the stream's answer, by their key.
   var pending: [String: PendingPublish] = [:]
   var nextReportKey: UInt64 = 0

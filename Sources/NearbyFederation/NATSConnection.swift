@@ -22,6 +22,8 @@ public struct NATSSettings: Sendable, Equatable {
   public var connectTimeout: Duration = .seconds(2)
   /// A server that answers no ping for two intervals is given up (then the next is tried).
   public var pingInterval: Duration = .seconds(5)
+  /// Try the servers in the order given (the nearest first) rather than in a random order.
+  public var keepsServerOrder = false
 
   public init(servers: [String], name: String) {
     self.servers = servers
@@ -115,6 +117,7 @@ public final class NATSConnection: @unchecked Sendable {
     }
     try NATSError.check(status, "natsOptions_SetServers")
     try NATSError.check(natsOptions_SetName(options, settings.name), "natsOptions_SetName")
+    try NATSError.check(natsOptions_SetNoRandomize(options, settings.keepsServerOrder), "natsOptions_SetNoRandomize")
     try NATSError.check(natsOptions_SetTimeout(options, settings.connectTimeout.milliseconds), "natsOptions_SetTimeout")
     try NATSError.check(natsOptions_SetMaxReconnect(options, -1), "natsOptions_SetMaxReconnect")
     try NATSError.check(natsOptions_SetReconnectWait(options, settings.reconnectWait.milliseconds), "natsOptions_SetReconnectWait")

@@ -49,6 +49,8 @@ struct RelayTool: Tool {
     case (_?, nil): throw .usage("--federate needs --site NAME: what the other sites call this one", path: parsed.path)
     case (let servers?, let site?):
       var nats = NATSSettings(servers: servers, name: "nearby-relay \(site) \(setup.name.value)")
+      // The operator lists the nearest server first.
+      nats.keepsServerOrder = true
       nats.credentialsFile = try parsed.value(Options.natsCredentials)
       nats.trustedCertificatesFile = try parsed.value(Options.natsTrustedCertificates)
       var configuration = FederationConfiguration(nats: nats, site: site)
