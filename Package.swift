@@ -90,7 +90,9 @@ let package = Package(
     .target(name: "NearbyRelay", dependencies: ["Nearby", "NearbyFederation", "NearbySystem"], swiftSettings: strict),
     .target(
       name: "NearbyBench",
-      dependencies: ["Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
+      dependencies: [
+        "Nearby", "NearbyCore", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem", "NearbyFederation", "NearbyLab",
+      ],
       swiftSettings: strict
     ),
     // The private-LAN harness (network namespaces with their own Avahi) and `nearby lab`:

@@ -4,7 +4,7 @@ import NearbyCore
 /// `nearby bench`: each figure of our stack next to a baseline measured in the same run.
 ///
 /// One benchmark per file, as extensions: `BenchRunner+Latency.swift`, `+Throughput`,
-/// `+Handshake`, `+FanOut`, `+Memory`, and `DiscoveryBenchmark.swift`.
+/// `+Handshake`, `+FanOut`, `+Memory`, `+Federation`, and `DiscoveryBenchmark.swift`.
 public struct BenchRunner: Sendable {
   public let quick: Bool
   public let only: Set<String>
@@ -42,6 +42,7 @@ public struct BenchRunner: Sendable {
     if wants("fanout") { results += try await fanOut() }
     results += memoryResults
     if wants("discovery") { results += try await discovery() }
+    if wants("federation") { results += try await federation() }
     return results
   }
 

@@ -285,10 +285,10 @@ public enum NearbyCommands {
     public static let only = Option<String>(
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "probe"]))
+        allowed: ["latency", "throughput", "handshake", "fanout", "memory", "discovery", "federation", "probe"]))
 
     public static let spec = CommandSpec(
-      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out and memory against raw TCP.",
+      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out and memory against raw TCP (and NATS across sites).",
       options: [quick.spec, Common.json.spec, only.spec],
       examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency"])
   }
