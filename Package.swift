@@ -73,11 +73,27 @@ let package = Package(
     ),
     // Chat scripts: the language, its parser and its runner.
     .target(name: "NearbyScript", dependencies: ["NearbyChat", "Nearby", "NearbySystem"], swiftSettings: strict),
+    // The NATS C client (libnats-dev): connections, JetStream, key-value.
+    .systemLibrary(
+      name: "CNats",
+      pkgConfig: "libnats",
+      providers: [.apt(["libnats-dev"])]
+    ),
+    // Relays federating sites through a NATS cluster: presence, messages per recipient,
+    // offline delivery (the shell of the session state machine's federation route).
+    .target(
+      name: "NearbyFederation",
+      dependencies: ["Nearby", "NearbyCore", "NearbySystem", "CNats"],
+      swiftSettings: strict
+    ),
     // `nearby relay`: the relay service.
-    .target(name: "NearbyRelay", dependencies: ["Nearby", "NearbySystem"], swiftSettings: strict),
+    .target(name: "NearbyRelay", dependencies: ["Nearby", "NearbyFederation", "NearbySystem"], swiftSettings: strict),
     .target(
       name: "NearbyBench",
-      dependencies: ["Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
+      dependencies: [
+        "Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem", "NearbyFederation",
+        "NearbyLab",
+      ],
       swiftSettings: strict
     ),
     // The private-LAN harness (network namespaces with their own Avahi) and `nearby lab`:
@@ -92,7 +108,8 @@ let package = Package(
     .executableTarget(
       name: "nearby",
       dependencies: [
-        "Nearby", "NearbyChat", "NearbyTerminalUI", "NearbyScript", "NearbyRelay", "NearbyCommandLine", "NearbyDiscovery", "NearbyBench",
+        "Nearby", "NearbyChat", "NearbyTerminalUI", "NearbyScript", "NearbyRelay", "NearbyFederation", "NearbyCommandLine", "NearbyDiscovery",
+        "NearbyBench",
         "NearbyLab", "NearbySystem", "CNearbySystem",
       ],
       swiftSettings: strict
@@ -154,6 +171,11 @@ let package = Package(
       name: "NearbyCommandLineTests",
       dependencies: ["NearbyCommandLine", "NearbyTestSupport"],
       exclude: ["Golden"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "NearbyFederationTests",
+      dependencies: ["NearbyFederation", "Nearby", "NearbyCore", "NearbyLab", "NearbyTestSupport", "NearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -185,6 +185,8 @@ extension NearbySession {
         settled(report)
       case .transferFrame(let frame, let peer):
         transferFrameArrived(frame, from: peer)
+      case .federate(let output):
+        federationLink?.handle(output)
       }
     }
     if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }

@@ -74,6 +74,8 @@ public actor NearbySession {
   /// File transfers, ours and theirs (NearbySession+Files.swift).
   var files = FileTransfers()
   private nonisolated let inboundIDs = Atomic<UInt64>(1)
+  /// Where a federated relay's ``FederationOutput``s go (NearbySession+Federation).
+  var federationLink: (any FederationLink)?
   nonisolated let shutdownGate = Gate()
 
   enum RunState { case idle, running, stopped }
@@ -85,7 +87,9 @@ public actor NearbySession {
     self.loop = loop
     self.taskExecutor = EventLoopTaskExecutor(loop)
     var core = SessionStateMachine.Configuration(local: configuration.peer)
-    core.capabilities = configuration.isRelay ? .relay : .files
+    // Every session understands what federated relays send (sites in rosters, `queued`).
+    core.capabilities = configuration.isRelay ? [.relay, .federation] : [.files, .federation]
+    core.federation = configuration.isRelay ? configuration.federation : nil
     core.acceptPolicy = configuration.acceptPolicy
     core.allowList = configuration.allowList
     core.timeouts = configuration.timeouts

@@ -24,6 +24,8 @@ public typealias DiscoveryInfoError = NearbyCore.DiscoveryInfoError
 public typealias Endpoint = NearbyCore.Endpoint
 /// A peer seen through DNS-SD: the peer, its host and where it listens.
 public typealias DiscoveredPeer = NearbyCore.DiscoveredPeer
+/// Where a peer behind federated relays is: its site, and whether it is online.
+public typealias PeerSite = NearbyCore.PeerSite
 /// How a session answers invitations.
 public typealias AcceptPolicy = NearbyCore.AcceptPolicy
 /// An invitation waiting for our answer.

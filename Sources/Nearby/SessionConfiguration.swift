@@ -89,6 +89,9 @@ public struct SessionConfiguration: Sendable {
   public var maximumFileRate: UInt64?
   /// Chunk size, windows and budgets of file transfers (tests and benchmarks change them).
   package var transferTuning = TransferTuning()
+  /// A relay that federates sites (`nearby relay --federate ... --site NAME`): its site.
+  /// The federation itself is attached with ``NearbySession/attachFederation(_:)``.
+  package var federation: FederationSettings?
 
   /// - Parameters:
   ///   - identity: who we are (``PeerIdentity/init(directory:)`` or ``PeerIdentity/ephemeral()``).

@@ -4,7 +4,8 @@ import NearbyCore
 /// `nearby bench`: each figure of our stack next to a baseline measured in the same run.
 ///
 /// One benchmark per file, as extensions: `BenchRunner+Latency.swift`, `+Throughput`,
-/// `+Handshake`, `+FanOut`, `+Memory`, `+Loss`, and `DiscoveryBenchmark.swift`.
+/// `+Handshake`, `+FanOut`, `+Memory`, `+Hostile`, `+Files`, `+Loss`, `+Federation`, and
+/// `DiscoveryBenchmark.swift`.
 public struct BenchRunner: Sendable {
   public let quick: Bool
   public let only: Set<String>
@@ -45,6 +46,7 @@ public struct BenchRunner: Sendable {
     results += memoryResults
     if wants("discovery") { results += try await discovery() }
     if wants("loss") { results += try await loss() }
+    if wants("federation") { results += try await federation() }
     return results
   }
 

@@ -107,6 +107,7 @@ public struct EventFormatter: Sendable {
       let text = Self.sanitize(String(decoding: message.body, as: UTF8.self))
       return "[\(Self.clock(message.timestamp))] \(names.label(message.from))\(message.isPrivate ? " (private)" : ""): \(text)"
     case .delivered(let id, let peer): return "* delivered #\(id) to \(Self.label(peer))"
+    case .queued(let id, let peer): return "* queued #\(id) for \(Self.label(peer)): offline, delivered when it connects again"
     case .reachable(let peer, let relay): return "* \(Self.label(peer)) can be reached through \(Self.label(relay))"
     case .unreachable(let peer): return "* \(Self.label(peer)) cannot be reached any more"
     case .error(let error): return "! \(Self.sanitize(error.description))"
@@ -161,6 +162,7 @@ public struct EventFormatter: Sendable {
           ("id", .unsigned(message.id.rawValue)), ("private", .bool(message.isPrivate)), ("timestamp", .unsigned(message.timestamp)),
         ])
     case .delivered(let id, let peer): return object("delivered", [("id", .unsigned(id.rawValue)), ("peer", Self.peerJSON(peer))])
+    case .queued(let id, let peer): return object("queued", [("id", .unsigned(id.rawValue)), ("peer", Self.peerJSON(peer))])
     case .reachable(let peer, let relay): return object("reachable", [("peer", Self.peerJSON(peer)), ("via", Self.peerJSON(relay))])
     case .unreachable(let peer): return object("unreachable", [("peer", Self.peerJSON(peer))])
     case .error(let error):

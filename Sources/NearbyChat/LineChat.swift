@@ -44,9 +44,12 @@ public enum ChatLine: Sendable {
 public struct RelayedPeer: Hashable, Sendable {
   public let peer: Peer
   public let via: Peer
-  public init(peer: Peer, via: Peer) {
+  /// Where it is, when the relay federates sites (``NearbySession/site(of:)``).
+  public let site: PeerSite?
+  public init(peer: Peer, via: Peer, site: PeerSite? = nil) {
     self.peer = peer
     self.via = via
+    self.site = site
   }
 }
 
@@ -175,7 +178,7 @@ public actor LineChat {
     case .invalid(let hint): output.show(.error(hint))
     case .peers:
       output.show(.peers(await session.discoveredPeers))
-      let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
+      let relayed = await relayedPeers()
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .who:
       output.show(.who(await session.connectedPeers, verified: Set(session.knownPeers.filter(\.isVerified).map(\.id))))
@@ -183,7 +186,7 @@ public actor LineChat {
       if !reconnecting.isEmpty {
         output.show(.notice("reconnecting (messages wait for them): " + reconnecting.map(EventFormatter.label).joined(separator: ", ")))
       }
-      let relayed = await session.relayedPeers.map { RelayedPeer(peer: $0.peer, via: $0.via) }
+      let relayed = await relayedPeers()
       if !relayed.isEmpty { output.show(.relayed(relayed)) }
     case .invitations: output.show(.invitations(await session.pendingInvitations))
     case .invite(let target, let context):

@@ -24,6 +24,24 @@ public struct PlainOutput: ChatOutput {
   /// Waits while a queued writer (``OutputWriter/init(fd:queueLimit:)``) is full.
   public func waitForRoom() async { await writer.waitForRoom() }
 
+  /// `carol (0c1d2e3f) via r1 (5e6f7a8b) at site3`, or `..., offline (last at site3)`.
+  static func relayedText(_ relayed: RelayedPeer) -> String {
+    let base = "\(EventFormatter.label(relayed.peer)) via \(EventFormatter.label(relayed.via))"
+    guard let site = relayed.site else { return base }
+    let name = EventFormatter.sanitize(site.name.isEmpty ? "another site" : site.name)
+    return site.isOnline ? base + " at \(name)" : base + " offline (last at \(name): messages wait for it)"
+  }
+
+  /// `{"peer": ..., "via": ..., "site": "site3", "online": true}` (site and online only when known).
+  static func relayedJSON(_ relayed: RelayedPeer) -> JSONValue {
+    var members: [(String, JSONValue)] = [("peer", EventFormatter.peerJSON(relayed.peer)), ("via", EventFormatter.peerJSON(relayed.via))]
+    if let site = relayed.site {
+      members.append(("site", .string(site.name)))
+      members.append(("online", .bool(site.isOnline)))
+    }
+    return .object(members)
+  }
+
   /// The text of a chat line (nil: nothing to show).
   public func render(_ line: ChatLine) -> String? {
     names.noting(line) { render(line, names: $0) }
@@ -69,10 +87,10 @@ public struct PlainOutput: ChatOutput {
       if json {
         return JSONValue.object([
           ("event", .string("relayed")),
-          ("peers", .array(peers.map { .object([("peer", EventFormatter.peerJSON($0.peer)), ("via", EventFormatter.peerJSON($0.via))]) })),
+          ("peers", .array(peers.map(Self.relayedJSON))),
         ]).encoded
       }
-      return "* through relays: " + peers.map { "\(EventFormatter.label($0.peer)) via \(EventFormatter.label($0.via))" }.joined(separator: ", ")
+      return "* through relays: " + peers.map(Self.relayedText).joined(separator: ", ")
     case .invitations(let pending):
       if json {
         return JSONValue.object([("event", .string("invitations")), ("peers", .array(pending.map { EventFormatter.peerJSON($0.peer) }))]).encoded

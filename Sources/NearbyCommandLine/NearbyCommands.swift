@@ -264,13 +264,102 @@ public enum NearbyCommands {
       OptionSpec("stats-interval", .value(name: "SECONDS"), help: "Print a stats line this often (0: never).", default: "60"),
       in: 0...1e7, hint: "give a number of seconds (0: never)")
 
+    // Federation (Across sites in the README).
+    public static let federate = Option<[String]>(
+      OptionSpec(
+        "federate", .value(name: "URL,..."),
+        help: "Join the relays of other sites through this NATS cluster (nats://HOST:PORT or tls://HOST:PORT, comma-separated, the nearest first).")
+    ) { text throws(OptionValueError) in
+      let urls = text.split(separator: ",").map { $0.trimmingWhitespace }.filter { !$0.isEmpty }
+      guard !urls.isEmpty else { throw OptionValueError("give one or more nats://HOST:PORT, separated by commas") }
+      for url in urls where !isNATSURL(url) {
+        throw OptionValueError("'\(url)' is not nats://HOST:PORT (or tls://HOST:PORT)")
+      }
+      return urls
+    }
+    public static let site = Option<String>(
+      OptionSpec("site", .value(name: "NAME"), help: "This relay's site, shown with its peers at other sites (with --federate).")
+    ) { text throws(OptionValueError) in
+      let valid =
+        (1...63).contains(text.utf8.count)
+        && text.unicodeScalars.allSatisfy {
+          $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0))
+        }
+      guard valid else { throw OptionValueError("use 1-63 letters, digits, '-', '_' and '.'") }
+      return text
+    }
+    public static let natsCredentials = Option<String>(
+      OptionSpec("nats-creds", .value(name: "FILE"), help: "NATS credentials (a .creds file with a user JWT and its seed)."))
+    public static let natsTrustedCertificates = Option<String>(
+      OptionSpec("nats-tls-ca", .value(name: "FILE"), help: "Require TLS to NATS, trusting the CA certificates in FILE (PEM)."))
+    public static let queueMaximumAge = Option<Duration>(
+      OptionSpec(
+        "queue-max-age", .value(name: "AGE"), help: "Keep messages for offline peers this long (s, m, h or d: 90s, 12h, 7d).", default: "7d")
+    ) { text throws(OptionValueError) in
+      guard let value = parseAge(text) else { throw OptionValueError("write a number and a unit: 90s, 30m, 12h or 7d (at most 365d)") }
+      return value
+    }
+    public static let queueMaximumBytes = Option<Int64>(
+      OptionSpec("queue-max-bytes", .value(name: "SIZE"), help: "At most this much is kept for offline peers (K, M or G: 512M).", default: "1G")
+    ) { text throws(OptionValueError) in
+      guard let value = parseSize(text) else { throw OptionValueError("write a number of bytes, or with K, M or G: 512M, 1G") }
+      return value
+    }
+    public static let presenceTTL = Common.seconds(
+      OptionSpec(
+        "presence-ttl", .value(name: "SECONDS"), help: "Peers of a site whose relay stops refreshing them are offline after this.",
+        default: "30"),
+      in: 3...3600, hint: "give a number of seconds from 3 to 3600")
+    public static let natsReplicas = Option<Int>(
+      OptionSpec("nats-replicas", .value(name: "N"), help: "Copies of the stream and the presence bucket in the cluster.", default: "3")
+    ) { text throws(OptionValueError) in
+      guard let value = Int(text), (1...5).contains(value) else { throw OptionValueError("give a number from 1 to 5") }
+      return value
+    }
+
+    /// `nats://HOST:PORT` or `tls://HOST:PORT`.
+    static func isNATSURL(_ url: String) -> Bool {
+      guard let scheme = url.firstRange(of: "://"), ["nats", "tls"].contains(String(url[..<scheme.lowerBound])) else { return false }
+      let rest = url[scheme.upperBound...]
+      guard let colon = rest.lastIndex(of: ":"), colon > rest.startIndex else { return false }
+      return UInt16(rest[rest.index(after: colon)...]) != nil
+    }
+
+    /// `90s`, `30m`, `12h`, `7d` (or seconds alone).
+    static func parseAge(_ text: String) -> Duration? {
+      let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+      let (number, scale) = text.last.flatMap { units[$0] }.map { (String(text.dropLast()), $0) } ?? (text, 1)
+      guard let value = Double(number), value > 0, value * scale <= 365 * 86_400 else { return nil }
+      return .milliseconds(Int64((value * scale * 1000).rounded()))
+    }
+
+    /// `1048576`, `512K`, `512M`, `1G`.
+    static func parseSize(_ text: String) -> Int64? {
+      let units: [Character: Double] = ["K": 1024, "M": 1_048_576, "G": 1_073_741_824]
+      let (number, scale) = text.uppercased().last.flatMap { units[$0] }.map { (String(text.dropLast()), $0) } ?? (text, 1)
+      guard let value = Double(number), value >= 1, value * scale <= 1e15 else { return nil }
+      return Int64(value * scale)
+    }
+
     public static let spec = CommandSpec(
       name: "relay", abstract: "Forward messages between peers and between LAN segments (a service, no terminal).",
+      discussion: """
+        With --federate and --site, relays of several sites (offices, buildings, VLANs
+        that mDNS does not cross) join through a NATS cluster with JetStream: each
+        one's peers see the others' in their rosters, messages cross sites sealed end
+        to end, and messages for a peer that is offline wait until it connects at any
+        site. See "Across sites" in the README.
+        """,
       options: [
         name.spec, Common.service.spec, accept.spec, allow.spec, maximumPeers.spec, connectFound.spec, connect.spec,
-        Common.reconnectGrace.spec, Common.port.spec, logLevel.spec, statsInterval.spec, Common.stateDirectory.spec,
+        Common.reconnectGrace.spec, Common.port.spec, logLevel.spec, statsInterval.spec, federate.spec, site.spec, natsCredentials.spec,
+        natsTrustedCertificates.spec, queueMaximumAge.spec, queueMaximumBytes.spec, presenceTTL.spec, natsReplicas.spec,
+        Common.stateDirectory.spec,
       ],
-      examples: ["nearby relay --name hall-relay", "nearby relay --allow /etc/nearby/allow --max-peers 200 --connect-found"])
+      examples: [
+        "nearby relay --name hall-relay", "nearby relay --allow /etc/nearby/allow --max-peers 200 --connect-found",
+        "nearby relay --connect-found --site hq --federate nats://10.0.0.5:4222,nats://10.0.0.6:4222",
+      ])
   }
 
   public enum Peers {
@@ -296,10 +385,11 @@ public enum NearbyCommands {
     public static let only = Option<String>(
       OptionSpec(
         "only", .repeating(name: "NAME"), help: "Run only this benchmark (repeatable).",
-        allowed: ["latency", "throughput", "handshake", "fanout", "files", "memory", "discovery", "hostile", "loss", "probe"]))
+        allowed: ["latency", "throughput", "handshake", "fanout", "files", "memory", "discovery", "hostile", "loss", "federation", "probe"]))
 
     public static let spec = CommandSpec(
-      name: "bench", abstract: "Measure latency, throughput, handshake, fan-out, files, memory, hostile peers and loss against baselines.",
+      name: "bench",
+      abstract: "Measure latency, throughput, handshake, fan-out, files, memory, hostile peers, loss and federation against baselines.",
       options: [quick.spec, Common.json.spec, only.spec],
       examples: ["nearby bench", "nearby bench --quick --json", "nearby bench --only latency", "nearby bench --only hostile"])
   }

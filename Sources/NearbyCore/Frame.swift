@@ -127,18 +127,26 @@ extension Frame {
       /// The peer's Ed25519 public key (32 bytes), which owns its id: what messages to it are
       /// sealed for, and what its messages and receipts are checked with.
       package var publicKey: [UInt8]
-      package init(peer: Peer, hops: UInt8, publicKey: [UInt8]) {
+      /// Where the peer is, from a federated relay (sent only in rosters that
+      /// ``Roster/carriesSites``; `nil` otherwise).
+      package var site: PeerSite?
+      package init(peer: Peer, hops: UInt8, publicKey: [UInt8], site: PeerSite? = nil) {
         self.peer = peer
         self.hops = hops
         self.publicKey = publicKey
+        self.site = site
       }
     }
     package var kind: RosterKind
     package var entries: [Entry]
+    /// Every entry carries a site (PROTOCOL.md 9.6): sent by a federated relay to peers whose
+    /// HELLO has the `federation` capability, and only to them.
+    package var carriesSites: Bool
 
-    package init(kind: RosterKind, entries: [Entry]) {
+    package init(kind: RosterKind, entries: [Entry], carriesSites: Bool = false) {
       self.kind = kind
       self.entries = entries
+      self.carriesSites = carriesSites
     }
   }
 

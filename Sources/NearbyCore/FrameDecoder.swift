@@ -286,7 +286,10 @@ extension FrameDecoder {
 
   private static func decodeRoster(_ reader: inout ByteReader) throws(FrameDecodingError) -> Frame.Roster {
     let rawKind = try reader.u8("kind")
-    guard let kind = RosterKind(rawValue: rawKind) else { throw reader.malformed("kind \(rawKind) is not 0, 1 or 2") }
+    let carriesSites = rawKind & RosterKind.sitesBit != 0
+    guard let kind = RosterKind(rawValue: rawKind & ~RosterKind.sitesBit) else {
+      throw reader.malformed("kind \(rawKind) is not 0, 1 or 2 (with bit 7 for sites)")
+    }
     let count = Int(try reader.integer(UInt16.self, "count"))
     guard count <= ProtocolLimits.maximumRosterEntries else {
       throw reader.malformed("count \(count) is above \(ProtocolLimits.maximumRosterEntries)")
@@ -306,8 +309,18 @@ extension FrameDecoder {
         throw reader.malformed("a roster name is invalid: \(error)")
       }
       let key = try reader.array(32, "publicKey")
-      entries.append(Frame.Roster.Entry(peer: Peer(id: id, name: name), hops: hops, publicKey: key))
+      var site: PeerSite?
+      if carriesSites {
+        let siteLength = Int(try reader.u8("site length"))
+        let siteBytes = try reader.raw(siteLength, "site")
+        guard let text = String(validating: siteBytes, as: UTF8.self), PeerSite.isValidName(text) else {
+          throw reader.malformed("a roster site is not 0-63 bytes of UTF-8 without control characters")
+        }
+        let presence = try reader.u8("presence")
+        site = PeerSite(name: text, isOnline: presence & 1 == 0)
+      }
+      entries.append(Frame.Roster.Entry(peer: Peer(id: id, name: name), hops: hops, publicKey: key, site: site))
     }
-    return Frame.Roster(kind: kind, entries: entries)
+    return Frame.Roster(kind: kind, entries: entries, carriesSites: carriesSites)
   }
 }

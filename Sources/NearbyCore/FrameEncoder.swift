@@ -50,7 +50,7 @@ package enum FrameEncoder {
       buffer.appendBigEndian(UInt16(bytes.count))
       buffer.append(contentsOf: bytes)
     case .roster(let roster):
-      buffer.append(roster.kind.rawValue)
+      buffer.append(roster.kind.rawValue | (roster.carriesSites ? RosterKind.sitesBit : 0))
       precondition(roster.entries.count <= Int(UInt16.max), "too many roster entries")
       buffer.appendBigEndian(UInt16(roster.entries.count))
       for entry in roster.entries {
@@ -59,6 +59,11 @@ package enum FrameEncoder {
         buffer.appendString8(entry.peer.name.value)
         precondition(entry.publicKey.count == 32, "a roster key is 32 bytes")
         buffer.append(contentsOf: entry.publicKey)
+        if roster.carriesSites {
+          let site = entry.site ?? PeerSite(name: "", isOnline: true)
+          buffer.appendString8(site.name)
+          buffer.append(site.isOnline ? 0 : 1)
+        }
       }
     case .undeliverable(let report):
       buffer.append(report.origin)

@@ -11,6 +11,9 @@ package struct Capabilities: OptionSet, Hashable, Sendable {
   package static let resume = Capabilities(rawValue: 1 << 2)
   /// The sender takes part in file transfers (FILE frames, PROTOCOL.md section 13).
   package static let files = Capabilities(rawValue: 1 << 3)
+  /// The sender understands what federated relays send (PROTOCOL.md 9.6): ROSTER entries
+  /// with sites, and UNDELIVERABLE `queued`, `expired` and `storeFailed`.
+  package static let federation = Capabilities(rawValue: 1 << 4)
 }
 
 /// Why an invitation was declined (DECLINE reason). Unknown numbers are kept.
@@ -116,6 +119,13 @@ public struct UndeliverableReason: RawRepresentable, Hashable, Sendable, CustomS
   public static let queueFull = UndeliverableReason(rawValue: 2)
   public static let hopLimit = UndeliverableReason(rawValue: 3)
   public static let notForMe = UndeliverableReason(rawValue: 4)
+  /// Not a failure: a federated relay stored the message for a recipient that is offline; it
+  /// is delivered (DELIVERED follows) when the recipient connects at any site.
+  public static let queued = UndeliverableReason(rawValue: 5)
+  /// A stored message was not delivered before the federation's age limit.
+  public static let expired = UndeliverableReason(rawValue: 6)
+  /// The federation (NATS JetStream) did not store the message: it is full or unavailable.
+  public static let storeFailed = UndeliverableReason(rawValue: 7)
 
   public var description: String {
     switch rawValue {
@@ -123,18 +133,24 @@ public struct UndeliverableReason: RawRepresentable, Hashable, Sendable, CustomS
     case 2: "queueFull"
     case 3: "hopLimit"
     case 4: "notForMe"
+    case 5: "queued"
+    case 6: "expired"
+    case 7: "storeFailed"
     default: "undeliverable (reason \(rawValue))"
     }
   }
 }
 
-/// The kind of a ROSTER frame.
+/// The kind of a ROSTER frame (on the wire, bit 7 of the kind byte says that the entries
+/// carry sites: ``Frame/Roster/carriesSites``).
 package struct RosterKind: RawRepresentable, Hashable, Sendable {
   package let rawValue: UInt8
   package init?(rawValue: UInt8) {
     guard rawValue <= 2 else { return nil }
     self.rawValue = rawValue
   }
+  /// The bit of the kind byte that marks entries with sites (PROTOCOL.md 9.6).
+  package static let sitesBit: UInt8 = 0x80
   package static let full = RosterKind(rawValue: 0)!
   package static let add = RosterKind(rawValue: 1)!
   package static let remove = RosterKind(rawValue: 2)!

@@ -31,5 +31,8 @@ package struct SeenMessages: Sendable {
     return true
   }
 
+  /// Whether the message is remembered.
+  package func contains(sender: PeerID, id: UInt64) -> Bool { members.contains(Key(sender: sender, id: id)) }
+
   package var count: Int { members.count }
 }

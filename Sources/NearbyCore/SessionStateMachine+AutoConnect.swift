@@ -23,6 +23,8 @@ extension SessionStateMachine {
     guard !isShuttingDown, peers[id]?.session == nil, !isSuspended(id) else { return }
     let lostRelay = resumable.contains(id) && peers[id]?.discovered?.advertisement.isRelay == true
     guard configuration.connectFound || lostRelay else { return }
+    // A federated relay leaves the relays it finds alone: NATS joins the sites.
+    if isFederated, !lostRelay, peers[id]?.discovered?.advertisement.isRelay == true { return }
     if autoConnect[id] == nil { autoConnect[id] = AutoConnect(nextAttempt: .zero) }
   }
 

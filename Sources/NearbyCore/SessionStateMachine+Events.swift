@@ -26,6 +26,10 @@ extension SessionStateMachine {
         routeTowardOrigin(report.origin, .undeliverable(report), from: id, into: &actions)
         return
       }
+      if report.reason == .queued {
+        noteQueued(report, into: &actions)
+        return
+      }
       let removedDirect = peers[report.recipient]?.session.map { connections[$0]?.unacked.remove(report.messageID) == true } ?? false
       let removedRelayed = relayPending[report.messageID]?.removeValue(forKey: report.recipient) != nil
       if relayPending[report.messageID]?.isEmpty == true { relayPending[report.messageID] = nil }

@@ -113,7 +113,7 @@ extension SessionStateMachine {
           routing.direct.append(id)
         } else if isSuspended(peerID) {
           routing.suspended.append(peerID)
-        } else if let route = record.bestRoute, record.publicKey != nil {
+        } else if let route = record.bestRoute, record.publicKey != nil, !isOffline(peerID) {
           routing.relayed[peerID] = route
         }
       }
@@ -234,7 +234,7 @@ extension SessionStateMachine {
       for (peerID, record) in peers where peerID != localPeer.id && !record.isRelay {
         if let id = record.session {
           if !result.contains(id) { result.append(id) }
-        } else if let route = record.bestRoute, record.publicKey != nil, !result.contains(route) {
+        } else if let route = record.bestRoute, record.publicKey != nil, !isOffline(peerID), !result.contains(route) {
           result.append(route)
         }
       }
@@ -356,6 +356,7 @@ extension SessionStateMachine {
     }
     guard seen.insert(sender: message.sender, id: message.id) else {
       relayStatistics.duplicatesDropped += 1
+      acknowledgeCopy(message, on: id, into: &actions)
       return
     }
     guard let from = peerRecord(message.sender, { $0.peer }) else { return }
@@ -366,6 +367,7 @@ extension SessionStateMachine {
 
   mutating func acknowledged(_ delivered: Frame.Delivered, on id: ConnectionID, into actions: inout [SessionAction]) {
     guard delivered.origin == localPeer.id else {
+      federationNoteReceipt(delivered, on: id, into: &actions)
       routeTowardOrigin(delivered.origin, .delivered(delivered), from: id, into: &actions)
       return
     }
@@ -410,11 +412,12 @@ extension SessionStateMachine {
       }
     }
     for group in groups {
+      // A receipt that a relay carries back is signed, so that the origin can trust it.
+      noteTaken(origin: group.origin, ids: group.ids, relayed: connection(group.connection, { $0.peerID }) ?? nil != group.origin)
       // A resumed session acknowledges on its current connection (none while it waits).
       guard let route = acknowledgementRoute(group.connection, origin: group.origin, last: group.ids[group.ids.count - 1]),
         updateConnection(route, { $0.machine?.state == .connected }) == true
       else { continue }
-      // A receipt that a relay carries back is signed, so that the origin can trust it.
       let relayed = connection(route, { $0.peerID }) ?? nil != group.origin
       var start = 0
       while start < group.ids.count {

@@ -20,9 +20,9 @@ extension SessionStateMachine {
     for (id, record) in peers where id != localPeer.id && !record.isRelay {
       guard let key = record.publicKey else { continue }
       if let session = record.session {
-        if session != excluded { entries.append(Frame.Roster.Entry(peer: record.peer, hops: 1, publicKey: key)) }
+        if session != excluded { entries.append(Frame.Roster.Entry(peer: record.peer, hops: 1, publicKey: key, site: rosterSite(id))) }
       } else if let hops = bestHops(record, excluding: excluded) {
-        entries.append(Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key))
+        entries.append(Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key, site: rosterSite(id)))
       }
     }
     return entries.sorted { $0.peer.id < $1.peer.id }
@@ -50,11 +50,13 @@ extension SessionStateMachine {
     connections[id]?.toRelay = remoteIsRelay
     peers[peerID]?.isRelay = remoteIsRelay
     guard isRelay else { return }
-    actions.append(.send(id, .roster(Frame.Roster(kind: .full, entries: rosterEntries(excluding: id)))))
+    actions.append(.send(id, .roster(roster(.full, rosterEntries(excluding: id), to: id))))
     guard !remoteIsRelay, let peer = peers[peerID]?.peer, let key = peers[peerID]?.publicKey else { return }
+    let entry = Frame.Roster.Entry(peer: peer, hops: 1, publicKey: key, site: rosterSite(peerID))
     for (other, _) in sessionConnections where other != id {
-      actions.append(.send(other, .roster(Frame.Roster(kind: .add, entries: [Frame.Roster.Entry(peer: peer, hops: 1, publicKey: key)]))))
+      actions.append(.send(other, .roster(roster(.add, [entry], to: other))))
     }
+    federationSessionEstablished(peer, publicKey: key, into: &actions)
   }
 
   /// A session connection is gone: its routes go with it; a relay tells its other peers.
@@ -73,6 +75,7 @@ extension SessionStateMachine {
       changed.append(other)
     }
     changed.append(peerID)
+    federationSessionEnded(peerID, into: &actions)
     routesChanged(changed, from: id, wasDirect: peerID, into: &actions)
   }
 
@@ -80,6 +83,7 @@ extension SessionStateMachine {
 
   mutating func receivedRoster(_ roster: Frame.Roster, on id: ConnectionID, into actions: inout [SessionAction]) {
     guard connections[id]?.toRelay == true else { return }
+    noteSites(roster)
     var changed: [PeerID] = []
     if roster.kind == .full {
       for (other, record) in peers where record.routes[id] != nil {
@@ -111,7 +115,7 @@ extension SessionStateMachine {
   }
 
   /// Reports reachability changes (peers) or passes roster changes on (relays).
-  private mutating func routesChanged(_ changed: [PeerID], from source: ConnectionID, wasDirect: PeerID?, into actions: inout [SessionAction]) {
+  mutating func routesChanged(_ changed: [PeerID], from source: ConnectionID, wasDirect: PeerID?, into actions: inout [SessionAction]) {
     var seenIDs = Set<PeerID>()
     for other in changed where seenIDs.insert(other).inserted {
       guard let record = peers[other] else { continue }
@@ -122,15 +126,15 @@ extension SessionStateMachine {
         guard let key = record.publicKey else { continue }
         for (connection, _) in sessionConnections where connection != source && record.session != connection {
           if let hops = record.session != nil ? 0 : bestHops(record, excluding: connection) {
-            let entry = Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key)
-            actions.append(.send(connection, .roster(Frame.Roster(kind: .add, entries: [entry]))))
+            let entry = Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key, site: rosterSite(other))
+            actions.append(.send(connection, .roster(roster(.add, [entry], to: connection))))
           } else {
             let entry = Frame.Roster.Entry(peer: record.peer, hops: 1, publicKey: key)
-            actions.append(.send(connection, .roster(Frame.Roster(kind: .remove, entries: [entry]))))
+            actions.append(.send(connection, .roster(roster(.remove, [entry], to: connection))))
           }
         }
       } else if record.session == nil {
-        if let route = record.bestRoute, let relay = connectionPeer(route) {
+        if let route = record.bestRoute, let relay = connectionPeer(route), !isOffline(other) {
           if !record.announcedReachable {
             peers[other]?.announcedReachable = true
             actions.append(.emit(.reachable(record.peer, via: relay)))
@@ -152,6 +156,7 @@ extension SessionStateMachine {
     var forwarded = message
     forwarded.hopLimit = message.hopLimit > 0 ? message.hopLimit - 1 : 0
     var targets: [ConnectionID] = []
+    var federated: [PeerID] = []
     if message.recipients.isEmpty {
       for (connection, peerID) in sessionConnections where connection != incoming && peerID != message.sender {
         if peers[peerID]?.isRelay == true && !canGoFurther {
@@ -171,6 +176,10 @@ extension SessionStateMachine {
         // A recipient that is reached back the way the message came: the previous relay
         // delivers it (split horizon), so nothing is reported.
         if target == incoming { continue }
+        if target == .federation {
+          federated.append(recipient)
+          continue
+        }
         guard let target else {
           let reason: UndeliverableReason = canGoFurther || peers[recipient]?.routes.isEmpty != false ? .unknownRecipient : .hopLimit
           if reason == .hopLimit { relayStatistics.hopLimitDrops += 1 } else { relayStatistics.unknownRecipients += 1 }
@@ -181,15 +190,20 @@ extension SessionStateMachine {
         if !targets.contains(target) { targets.append(target) }
       }
     }
-    guard !targets.isEmpty else { return }
+    if !federated.isEmpty { federate(forwarded, to: federated, into: &actions) }
+    guard !targets.isEmpty || !federated.isEmpty else { return }
     relayStatistics.forwardedMessages += 1
-    relayStatistics.forwardedBytes += UInt64(message.body.count * targets.count)
-    actions.append(.sendMessage(forwarded, targets))
+    relayStatistics.forwardedBytes += UInt64(message.body.count * (targets.count + federated.count))
+    if !targets.isEmpty { actions.append(.sendMessage(forwarded, targets)) }
   }
 
   /// Sends a DELIVERED or UNDELIVERABLE on towards its origin (relays only).
   mutating func routeTowardOrigin(_ origin: PeerID, _ frame: Frame, from incoming: ConnectionID, into actions: inout [SessionAction]) {
     guard isRelay, let target = route(to: origin), target != incoming else { return }
+    if target == .federation {
+      federateReport(frame, origin: origin, into: &actions)
+      return
+    }
     actions.append(.send(target, frame))
   }
 
@@ -198,6 +212,11 @@ extension SessionStateMachine {
     guard isRelay, message.sender != localPeer.id, let recipient = connections[id]?.peerID else { return }
     relayStatistics.queueFullDrops += 1
     let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: recipient, reason: .queueFull)
-    if let target = route(to: message.sender) { actions.append(.send(target, .undeliverable(report))) }
+    guard let target = route(to: message.sender) else { return }
+    if target == .federation {
+      federateReport(.undeliverable(report), origin: message.sender, into: &actions)
+    } else {
+      actions.append(.send(target, .undeliverable(report)))
+    }
   }
 }

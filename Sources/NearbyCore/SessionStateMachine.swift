@@ -33,6 +33,8 @@ package struct SessionStateMachine: Sendable {
     package var reconnectGrace: Duration = .seconds(30)
     /// The most bytes of our messages one session keeps for resending; senders wait beyond.
     package var resendWindowBytes = 16 << 20
+    /// A relay that federates sites (PROTOCOL.md 9.6); `nil`: not federated.
+    package var federation: FederationSettings?
 
     package init(local: Peer) { self.local = local }
 
@@ -113,6 +115,8 @@ package struct SessionStateMachine: Sendable {
   var resumable: Set<PeerID> = []
   /// Sessions that outlive their connections (PROTOCOL.md 6.5).
   var reconnection = Reconnection()
+  /// Peers behind the federation, sites, receipts to send again (SessionStateMachine+Federation).
+  var federation = FederationState()
 
   /// - Parameters:
   ///   - configuration: who we are and how we answer.

@@ -205,6 +205,9 @@ public enum SessionEvent: Hashable, Sendable {
   case message(ReceivedMessage)
   /// A peer's application took a message of ours (see ``DeliveryReport`` for all of them).
   case delivered(messageID: MessageID, to: Peer)
+  /// The peer is offline: a federated relay keeps the message and delivers it when the peer
+  /// connects again, at any site; `delivered` follows then (or an `expired` error).
+  case queued(messageID: MessageID, to: Peer)
   case error(SessionError)
   /// A peer we are not connected to can be reached through a relay (messages to it work).
   case reachable(Peer, via: Peer)
@@ -258,6 +261,8 @@ package enum SessionAction: Sendable {
   case settled(DeliveryReport)
   /// A step of a file transfer from `peer` (direct, or opened from its envelope).
   case transferFrame(TransferFrame, from: PeerID)
+  /// Work for the federation (a federated relay only): see ``FederationOutput``.
+  case federate(FederationOutput)
 }
 
 /// A received message the application has taken, to acknowledge on its connection.

@@ -32,6 +32,21 @@ final class LabHosts {
     self.schedule = schedule
   }
 
+  /// `NEARBY_LAB_ADDR_<HOST>` (and `_<SEGMENT#>`) of every host, for commands that must
+  /// name another host (a NATS cluster's routes, a relay's servers).
+  private lazy var addressVariables: [String: String] = {
+    var addresses: [String: [(segment: Int, address: String)]] = [:]
+    for host in lab.plan.hosts {
+      switch launcher {
+      case .direct:
+        addresses[host.name] = [(1, "127.0.0.1")]
+      case .lan(let lan, let id):
+        addresses[host.name] = (try? lan.host(id: id, name: host.name))?.addresses.map { ($0.segment, $0.address) } ?? []
+      }
+    }
+    return LabPlan.addressVariables(addresses)
+  }()
+
   /// The hosts that run to completion and are not done yet.
   var unfinished: [String] { started.filter { $0.runsToCompletion && !finished.contains($0.name) }.map(\.name) }
 
@@ -48,7 +63,7 @@ final class LabHosts {
     let variables = [
       "NEARBY_NAME": host.name, "NEARBY_STATE_DIR": stateDirectory, "NEARBY_LAB_HOST": host.name,
       "PATH": nearbyDirectory + ":" + (lab.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"),
-    ]
+    ].merging(addressVariables) { $1 }
     let argv: [String]
     let environment: [String: String]
     switch launcher {

@@ -81,6 +81,18 @@ public struct LabPlan: Sendable, Equatable {
     self.faults = faults
   }
 
+  /// The variables that give every host's addresses to each host's command:
+  /// `NEARBY_LAB_ADDR_<HOST>` (its first segment's) and `NEARBY_LAB_ADDR_<HOST>_<SEGMENT#>`.
+  public static func addressVariables(_ addresses: [String: [(segment: Int, address: String)]]) -> [String: String] {
+    var variables: [String: String] = [:]
+    for (host, list) in addresses {
+      guard let first = list.min(by: { $0.segment < $1.segment }) else { continue }
+      variables["NEARBY_LAB_ADDR_\(host)"] = first.address
+      for entry in list { variables["NEARBY_LAB_ADDR_\(host)_\(entry.segment)"] = entry.address }
+    }
+    return variables
+  }
+
   /// Host names become namespace and mDNS host names: letters and digits only.
   public static func isValidHostName(_ name: String) -> Bool {
     (1...24).contains(name.count) && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }

@@ -1,4 +1,5 @@
 import Nearby
+import NearbyFederation
 import NearbySystem
 
 /// `nearby relay`: a headless session that forwards messages between its peers, logging one
@@ -38,11 +39,17 @@ public actor RelayService {
   let statsInterval: Duration?
   let allowFile: String?
   let connect: [Endpoint]
+  /// The sites this relay federates with, through NATS (`--federate`).
+  let federation: FederationConfiguration?
   private var lastStats = RelayStatistics()
   private var lastStatsAt = ContinuousClock.now
 
+  /// - Parameters:
+  ///   - federation: join other sites through NATS; the session must have been made with
+  ///     `SessionConfiguration.federation` set to the same site.
   public init(
-    session: NearbySession, log: OutputWriter = .standardError, level: LogLevel, statsInterval: Duration?, allowFile: String?, connect: [Endpoint]
+    session: NearbySession, log: OutputWriter = .standardError, level: LogLevel, statsInterval: Duration?, allowFile: String?, connect: [Endpoint],
+    federation: FederationConfiguration? = nil
   ) {
     self.session = session
     self.log = log
@@ -50,6 +57,7 @@ public actor RelayService {
     self.statsInterval = statsInterval
     self.allowFile = allowFile
     self.connect = connect
+    self.federation = federation
   }
 
   /// Reads an allow-list file: one peer id per line; `#` starts a comment.
@@ -87,12 +95,25 @@ public actor RelayService {
         for await event in session.events { await self.record(event) }
       }
     ]
+    var federated: Federation?
+    if let configuration = federation {
+      // Attached before the session runs: nothing that crosses sites is missed.
+      let federation = await Federation(configuration: configuration, session: session)
+      federated = federation
+      write(.info, "federating", ["site": configuration.site, "servers": configuration.nats.servers.joined(separator: ",")])
+      services.append(.init("federation") { await federation.run() })
+      services.append(
+        .init("federation-events") {
+          for await event in federation.events { await self.record(event) }
+        })
+    }
     if let interval = statsInterval {
+      let federation = federated
       services.append(
         .init("stats") {
           while true {
             try await Task.sleep(for: interval)
-            await self.writeStats()
+            await self.writeStats(federation)
           }
         })
     }
@@ -159,6 +180,7 @@ public actor RelayService {
     case .disconnected(let peer, let reason): write(.info, "disconnected", fields(peer, ["reason": "\(reason)"]))
     case .message(let message): write(.debug, "message", fields(message.from, ["bytes": "\(message.body.count)"]))
     case .delivered(let id, let peer): write(.debug, "delivered", fields(peer, ["message": "\(id)"]))
+    case .queued(let id, let peer): write(.debug, "queued", fields(peer, ["message": "\(id)"]))
     case .reachable(let peer, let relay): write(.info, "reachable", fields(peer, ["via": relay.id.hex]))
     case .unreachable(let peer): write(.info, "unreachable", fields(peer))
     case .error(let error): write(.warning, "error", ["error": error.description])
@@ -184,7 +206,22 @@ public actor RelayService {
     return ["peer": peer.name.value, "id": peer.id.hex]
   }
 
-  private func writeStats() async {
+  private func record(_ event: FederationEvent) {
+    switch event {
+    case .nats(.connected(let server)): write(.info, "nats", ["state": "connected", "server": server])
+    case .nats(.reconnected(let server)): write(.info, "nats", ["state": "reconnected", "server": server])
+    case .nats(.disconnected): write(.warning, "nats", ["state": "disconnected", "reason": "the server went away; trying the others"])
+    case .nats(.closed): write(.info, "nats", ["state": "closed"])
+    case .nats(.error(let text)): write(.warning, "nats", ["state": "error", "error": text])
+    case .ready(let replicas): write(.info, "federation", ["state": "ready", "replicas": "\(replicas)"])
+    case .setupFailed(let text): write(.warning, "federation", ["state": "setup-failed", "error": text, "reason": "tried again in 2 s"])
+    case .remotePeer(let peer, let site):
+      write(.info, "remote", fields(peer, ["site": site.name, "state": site.isOnline ? "online" : "offline"]))
+    case .warning(let text): write(.warning, "federation", ["error": text])
+    }
+  }
+
+  private func writeStats(_ federation: Federation?) async {
     let stats = await session.relayStatistics
     let peers = await session.connectedPeers.count
     let relayed = await session.relayedPeers.count
@@ -195,17 +232,26 @@ public actor RelayService {
       let value = Double(current &- previous) / seconds
       return String(Int((value * 10).rounded())).inserting(decimalPointAt: 1)
     }
-    write(
-      .info, "stats",
-      [
-        "peers": "\(peers)", "relayed_peers": "\(relayed)",
-        "messages_per_s": rate(stats.forwardedMessages, lastStats.forwardedMessages),
-        "bytes_per_s": rate(stats.forwardedBytes, lastStats.forwardedBytes),
-        "queued_bytes_max": "\(depths.first ?? 0)", "queued_bytes_total": "\(depths.reduce(0, +))",
-        "forwarded": "\(stats.forwardedMessages)", "dropped_duplicate": "\(stats.duplicatesDropped)",
-        "dropped_unknown_recipient": "\(stats.unknownRecipients)", "dropped_hop_limit": "\(stats.hopLimitDrops)",
-        "dropped_queue_full": "\(stats.queueFullDrops)", "dropped_forged": "\(stats.forgeriesDropped)",
-      ])
+    var fields = [
+      "peers": "\(peers)", "relayed_peers": "\(relayed)",
+      "messages_per_s": rate(stats.forwardedMessages, lastStats.forwardedMessages),
+      "bytes_per_s": rate(stats.forwardedBytes, lastStats.forwardedBytes),
+      "queued_bytes_max": "\(depths.first ?? 0)", "queued_bytes_total": "\(depths.reduce(0, +))",
+      "forwarded": "\(stats.forwardedMessages)", "dropped_duplicate": "\(stats.duplicatesDropped)",
+      "dropped_unknown_recipient": "\(stats.unknownRecipients)", "dropped_hop_limit": "\(stats.hopLimitDrops)",
+      "dropped_queue_full": "\(stats.queueFullDrops)", "dropped_forged": "\(stats.forgeriesDropped)",
+    ]
+    if let federation {
+      let nats = await federation.currentStatistics()
+      fields.merge([
+        "nats": nats.isConnected ? "connected" : "disconnected", "nats_server": nats.server ?? "none", "nats_reconnects": "\(nats.reconnects)",
+        "nats_published": "\(nats.published)", "nats_publish_retries": "\(nats.publishRetries)", "nats_publish_failed": "\(nats.publishFailures)",
+        "nats_pending": "\(nats.publishesPending)", "nats_delivered": "\(nats.delivered)", "nats_copies_skipped": "\(nats.copiesSkipped)",
+        "nats_acked": "\(nats.acknowledged)", "nats_expired": "\(nats.expired)", "nats_rejected": "\(nats.rejected)",
+        "remote_peers": "\(nats.remoteOnline)", "offline_peers": "\(nats.remoteOffline)",
+      ]) { $1 }
+    }
+    write(.info, "stats", fields)
     lastStats = stats
     lastStatsAt = now
   }
@@ -215,7 +261,7 @@ public actor RelayService {
   func write(_ level: LogLevel, _ event: String, _ fields: [String: String]) {
     guard level >= self.level else { return }
     var line = "ts=\(Self.timestamp()) level=\(level.name) event=\(event)"
-    let order = ["peer", "id", "via", "host", "port", "service", "name", "reason", "error", "signal", "allow"]
+    let order = ["peer", "id", "via", "state", "site", "server", "host", "port", "service", "name", "reason", "error", "signal", "allow"]
     let keys = fields.keys.sorted { (order.firstIndex(of: $0) ?? 99, $0) < (order.firstIndex(of: $1) ?? 99, $1) }
     for key in keys { line += " \(key)=\(Self.quote(fields[key]!))" }
     log.line(line)

@@ -59,6 +59,7 @@ public struct ScriptEvent: Sendable, Equatable {
     case .disconnected(let peer, let reason): return (.disconnected, [peer], reason.description)
     case .message(let message): return (.message, [message.from], String(decoding: message.body, as: UTF8.self))
     case .delivered(_, let peer): return (.delivered, [peer], display)
+    case .queued(_, let peer): return (.queued, [peer], display)
     case .reachable(let peer, let relay): return (.reachable, [peer], relay.name.value)
     case .unreachable(let peer): return (.unreachable, [peer], display)
     case .verification(let peer, let code, _): return (.verification, [peer], code)

@@ -5,7 +5,7 @@ public enum ScriptEventKind: String, Sendable, CaseIterable {
   case ready, advertised, found, updated, lost
   case invitation, invitationWithdrawn, connecting, connected, declined, disconnected
   case reconnecting, reconnected
-  case message, sent, delivered, error, notice
+  case message, sent, delivered, queued, error, notice
   case peers, who, invitations, foreign, rejected
   case reachable, unreachable, relayed
   case verification, trusted, impostor

@@ -1,5 +1,7 @@
 import Nearby
 import NearbyCommandLine
+import NearbyCore
+import NearbyFederation
 import NearbyRelay
 
 /// `nearby relay`: forwards messages between peers and between LAN segments.
@@ -15,6 +17,7 @@ struct RelayTool: Tool {
   let connectFound: Bool
   let allowFile: String?
   let acceptNone: Bool
+  let federation: FederationConfiguration?
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let fallbackName = String("relay-\(environment.hostName)".utf8.prefix(63)) ?? "relay"
@@ -32,6 +35,32 @@ struct RelayTool: Tool {
     connectFound = parsed.isSet(Options.connectFound)
     allowFile = try parsed.value(Options.allow)
     acceptNone = try parsed.value(Options.accept) == "none"
+    let servers = try parsed.value(Options.federate)
+    let site = try parsed.value(Options.site)
+    switch (servers, site) {
+    case (nil, nil):
+      for option in [
+        Options.natsCredentials.spec, Options.natsTrustedCertificates.spec, Options.queueMaximumAge.spec, Options.queueMaximumBytes.spec,
+      ]
+      where parsed.value(option.name) != nil {
+        throw .usage("--\(option.name) needs --federate (and --site)", path: parsed.path)
+      }
+      federation = nil
+    case (nil, _?): throw .usage("--site needs --federate URL,...: the NATS cluster the sites share", path: parsed.path)
+    case (_?, nil): throw .usage("--federate needs --site NAME: what the other sites call this one", path: parsed.path)
+    case (let servers?, let site?):
+      var nats = NATSSettings(servers: servers, name: "nearby-relay \(site) \(setup.name.value)")
+      // The operator lists the nearest server first.
+      nats.keepsServerOrder = true
+      nats.credentialsFile = try parsed.value(Options.natsCredentials)
+      nats.trustedCertificatesFile = try parsed.value(Options.natsTrustedCertificates)
+      var configuration = FederationConfiguration(nats: nats, site: site)
+      configuration.queueMaximumAge = try parsed.value(Options.queueMaximumAge, default: configuration.queueMaximumAge)
+      configuration.queueMaximumBytes = try parsed.value(Options.queueMaximumBytes, default: configuration.queueMaximumBytes)
+      configuration.presenceTTL = try parsed.value(Options.presenceTTL, default: configuration.presenceTTL)
+      configuration.replicas = try parsed.value(Options.natsReplicas, default: configuration.replicas)
+      federation = configuration
+    }
   }
 
   func run(signals: AsyncStream<Int32>?) async -> Int32 {
@@ -54,10 +83,12 @@ struct RelayTool: Tool {
         configuration.maximumPendingConnections = 256
         // Still, no one host may hold more than an eighth of them.
         configuration.maximumPendingConnectionsPerSource = 32
+        configuration.federation = federation.map { FederationSettings(site: $0.site) }
       })
     else { return 1 }
     defer { withExtendedLifetime(identity) {} }
-    let relay = RelayService(session: session, level: level, statsInterval: statsInterval, allowFile: allowFile, connect: connect)
+    let relay = RelayService(
+      session: session, level: level, statsInterval: statsInterval, allowFile: allowFile, connect: connect, federation: federation)
     return await relay.run(signals: signals)
   }
 }

@@ -50,6 +50,9 @@ struct BinaryTests {
       ["chat", "--bogus"], ["browse", "--timeout"], ["frobnicate"], [], ["chat", "--service", "Bad_Type"], ["chat", "--name", ""],
       ["browse", "--timeout", "soon"], ["chat", "--connect", "somewhere"], ["chat", "--info", "id=1"], ["chat", "--allow", "xyz"],
       ["chat", "--name", "bo\u{202E}b"],
+      ["relay", "--site", "hq"], ["relay", "--federate", "nats://10.0.0.5:4222"], ["relay", "--federate", "10.0.0.5:4222", "--site", "hq"],
+      ["relay", "--federate", "nats://a:4222", "--site", "h q"], ["relay", "--federate", "nats://a:4222", "--site", "hq", "--queue-max-age", "7x"],
+      ["relay", "--queue-max-bytes", "1G"],
     ])
   func usageErrors(arguments: [String]) async throws {
     let (status, stdout, stderr) = try await Self.nearby(arguments)

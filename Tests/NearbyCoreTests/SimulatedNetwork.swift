@@ -53,6 +53,8 @@ struct SimulatedNetwork {
   var settled: [PeerID: [DeliveryReport]] = [:]
   /// FILE frames each node's machine handed to its shell, with their sender.
   var transferFrames: [PeerID: [(TransferFrame, PeerID)]] = [:]
+  /// What federated relays asked of the federation, in order (``SimulatedFederation`` takes it).
+  var federationOutputs: [(relay: PeerID, output: FederationOutput)] = []
 
   mutating func add(_ peer: Peer, policy: AcceptPolicy = .ask, configure: (inout SessionStateMachine.Configuration) -> Void = { _ in }) {
     var configuration = SessionStateMachine.Configuration(local: peer)
@@ -149,6 +151,8 @@ struct SimulatedNetwork {
         settled[node, default: []].append(report)
       case .transferFrame(let frame, let peer):
         transferFrames[node, default: []].append((frame, peer))
+      case .federate(let output):
+        federationOutputs.append((node, output))
       }
     }
   }
@@ -294,6 +298,7 @@ extension SessionEvent {
     case .disconnected: "disconnected"
     case .message: "message"
     case .delivered: "delivered"
+    case .queued: "queued"
     case .error: "error"
     case .reachable: "reachable"
     case .unreachable: "unreachable"

@@ -1,0 +1,3 @@
+# The relay of site 1: one foot on the site's segment, where it invites every peer it finds,
+# and one on the backbone, where it reaches the NATS cluster: n1 first, the others if n1 fails.
+exec nearby relay --name r1 --connect-found --site site1 --stats-interval 10 --federate "nats://$NEARBY_LAB_ADDR_n1:4222,nats://$NEARBY_LAB_ADDR_n2:4222,nats://$NEARBY_LAB_ADDR_n3:4222"
