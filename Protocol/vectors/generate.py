@@ -447,8 +447,8 @@ def blake2b(data):
 
 F("file-offer-one", "OFFER of one 5-byte file.", "OFFER", files=[offered("notes.txt", 5)])
 F("file-offer-folder", "OFFER of a folder: files below it (one executable, flags bit 0), an "
-  "empty folder (flags bit 1, size 0) and a name in two scripts; names use '/' between "
-  "folders.", "OFFER", files=[
+  "empty folder (flags bit 1, size 0) and a name with non-ASCII characters (ü, ß, an "
+  "emoji); names use '/' between folders.", "OFFER", files=[
       offered("photos/a.jpg", 1_234_567), offered("photos/run.sh", 120, flags=1),
       offered("photos/empty", 0, flags=2), offered("photos/Grüße 👋.txt", 0)])
 F("file-offer-hostile-names", "Names a receiver must make safe (section 13.5) are valid on the "
