@@ -239,7 +239,7 @@ H("hello-resume", "A peer that resumes sessions (section 6.5): capability bit 2 
 H("hello-files", "A peer that takes part in file transfers: capability bit 3 (0x00000008, "
   "section 13).", "bob", caps=0x8, peer=BOB)
 H("hello-reserved-bits", "Every capability bit set, including bit 0 (reserved: it was "
-  "'encryption' in version 1), bit 2 (resume), bit 3 (files) and the reserved bits 4-31: "
+  "'encryption' in version 1), bit 2 (resume), bit 3 (files), bit 4 (federation) and the reserved bits 5-31: "
   "unknown bits are ignored, not rejected, and the decoded value keeps them as received.",
   "carol", caps=0xFFFFFFFF, peer=CAROL)
 H("hello-unknown-bits", "Only reserved bits set (0x80000008).", "dave", caps=0x80000008,
@@ -447,8 +447,8 @@ def blake2b(data):
 
 F("file-offer-one", "OFFER of one 5-byte file.", "OFFER", files=[offered("notes.txt", 5)])
 F("file-offer-folder", "OFFER of a folder: files below it (one executable, flags bit 0), an "
-  "empty folder (flags bit 1, size 0) and a name in two scripts; names use '/' between "
-  "folders.", "OFFER", files=[
+  "empty folder (flags bit 1, size 0) and a name with non-ASCII characters (ü, ß, an "
+  "emoji); names use '/' between folders.", "OFFER", files=[
       offered("photos/a.jpg", 1_234_567), offered("photos/run.sh", 120, flags=1),
       offered("photos/empty", 0, flags=2), offered("photos/Grüße 👋.txt", 0)])
 F("file-offer-hostile-names", "Names a receiver must make safe (section 13.5) are valid on the "
