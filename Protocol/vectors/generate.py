@@ -242,7 +242,7 @@ H("hello-reserved-bits", "Every capability bit set, including bit 0 (reserved: i
   "'encryption' in version 1), bit 2 (resume), bit 3 (files), bit 4 (federation) and the reserved bits 5-31: "
   "unknown bits are ignored, not rejected, and the decoded value keeps them as received.",
   "carol", caps=0xFFFFFFFF, peer=CAROL)
-H("hello-unknown-bits", "Only reserved bits set (0x80000008).", "dave", caps=0x80000008,
+H("hello-unknown-bits", "Only reserved bits set (0x80000020).", "dave", caps=0x80000020,
   peer=DAVE)
 H("hello-version-range-wide", "minVersion 1, maxVersion 255: valid; the range contains 2.",
   "wide", min_v=1, max_v=255)

@@ -243,6 +243,13 @@ public actor LineChat {
     if accept { await session.accept(peer.id) } else { await session.decline(peer.id) }
   }
 
+  /// Peers reached through relays, with their sites when relays federate.
+  private func relayedPeers() async -> [RelayedPeer] {
+    var result: [RelayedPeer] = []
+    for (peer, via) in await session.relayedPeers { result.append(RelayedPeer(peer: peer, via: via, site: await session.site(of: peer.id))) }
+    return result
+  }
+
   func candidates(connectedFirst: Bool) async -> [Peer] {
     let connected = await session.connectedPeers + session.reconnectingPeers
     let found = await session.discoveredPeers.map(\.peer)

@@ -16,9 +16,10 @@ public struct PeerSite: Hashable, Sendable, CustomStringConvertible {
   /// The most UTF-8 bytes a site name has.
   public static let maximumByteCount = 63
 
-  /// Whether `name` can travel in a roster: 0–63 bytes of UTF-8 without control characters.
+  /// Whether `name` can travel in a roster: 0–63 bytes of UTF-8 without control or other
+  /// hidden characters (as display names, PROTOCOL.md 2.3).
   public static func isValidName(_ name: String) -> Bool {
-    name.utf8.count <= maximumByteCount && !name.unicodeScalars.contains(where: DisplayName.isControl)
+    name.utf8.count <= maximumByteCount && HiddenCharacters.first(in: name) == nil
   }
 
   /// `site1`, or `offline (last at site1)`.
