@@ -36,7 +36,7 @@ extension SessionStateMachine {
       guard removedDirect || removedRelayed else { return }
       noteFailed(report.messageID, report.recipient, .remote(report.reason), into: &actions)
     case .roster(let roster):
-      receivedRoster(roster, on: id, into: &actions)
+      receivedRoster(roster, on: id, now: now, into: &actions)
     case .roundTrip:
       break
     case .verificationRequested:

@@ -30,7 +30,9 @@ extension SessionStateMachine {
 
   /// The fewest hops to a peer through relays other than `excluded` (split horizon).
   func bestHops(_ record: PeerRecord, excluding excluded: ConnectionID) -> UInt8? {
-    record.routes.filter { $0.key != excluded }.map(\.value).min()
+    var best: UInt8?
+    for (connection, hops) in record.routes where connection != excluded && (best == nil || hops < best!) { best = hops }
+    return best
   }
 
   /// The connection to use to reach a peer: its session, else its best relay route.
@@ -50,7 +52,7 @@ extension SessionStateMachine {
     connections[id]?.toRelay = remoteIsRelay
     peers[peerID]?.isRelay = remoteIsRelay
     guard isRelay else { return }
-    actions.append(.send(id, .roster(roster(.full, rosterEntries(excluding: id), to: id))))
+    sendRoster(.full, rosterEntries(excluding: id), to: id, into: &actions)
     guard !remoteIsRelay, let peer = peers[peerID]?.peer, let key = peers[peerID]?.publicKey else { return }
     let entry = Frame.Roster.Entry(peer: peer, hops: 1, publicKey: key, site: rosterSite(peerID))
     for (other, _) in sessionConnections where other != id {
@@ -81,8 +83,20 @@ extension SessionStateMachine {
 
   // MARK: Rosters
 
-  mutating func receivedRoster(_ roster: Frame.Roster, on id: ConnectionID, into actions: inout [SessionAction]) {
+  mutating func receivedRoster(_ roster: Frame.Roster, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     guard connections[id]?.toRelay == true else { return }
+    let limits = configuration.rosterLimits
+    // A rate limit on ROSTER frames (a token bucket): an honest relay sends one per change of
+    // its peers, batched; a flood closes the connection before it costs the others anything.
+    let refilled = connections[id]?.rosterRefilled ?? now
+    var tokens = min(Double(limits.burst), (connections[id]?.rosterTokens ?? 0) + Self.seconds(now - refilled) * limits.framesPerSecond)
+    connections[id]?.rosterRefilled = now
+    guard tokens >= 1 else {
+      rosterLimitExceeded(id, "more than \(limits.burst) ROSTER frames at once, or \(Int(limits.framesPerSecond)) a second", now: now, into: &actions)
+      return
+    }
+    tokens -= 1
+    connections[id]?.rosterTokens = tokens
     noteSites(roster)
     var changed: [PeerID] = []
     if roster.kind == .full {
@@ -90,7 +104,9 @@ extension SessionStateMachine {
         peers[other]?.routes[id] = nil
         changed.append(other)
       }
+      connections[id]?.rosterRoutes = 0
     }
+    var routes = connections[id]?.rosterRoutes ?? 0
     for entry in roster.entries where entry.peer.id != localPeer.id {
       let other = entry.peer.id
       // The key must own the id: a relay cannot slip its own key in for someone else's.
@@ -101,22 +117,83 @@ extension SessionStateMachine {
         )
         continue
       }
-      if peers[other] == nil { peers[other] = PeerRecord(peer: entry.peer) }
-      if peers[other]?.publicKey == nil { peers[other]?.publicKey = entry.publicKey }
       if roster.kind == .remove {
-        peers[other]?.routes[id] = nil
+        guard peers[other]?.routes.removeValue(forKey: id) != nil else { continue }
+        routes -= 1
       } else if entry.hops >= 1, entry.hops <= Self.maximumRouteHops {
+        let previous = peers[other]?.routes[id]
+        // Only changes count (and are passed on): a relay repeating itself costs little.
+        if previous == entry.hops, peers[other]?.peer.name == entry.peer.name || peers[other]?.session != nil { continue }
+        if previous == nil {
+          // Bounded: peers through one relay (a relay bounds what another relay gives it; a
+          // peer takes what its relay knows), and peers we know at all.
+          guard routes < (isRelay ? limits.perRelay : limits.peers) else {
+            connections[id]?.rosterRoutes = routes
+            routesChanged(changed, from: id, wasDirect: nil, into: &actions)
+            rosterLimitExceeded(id, "its rosters name more than \(isRelay ? limits.perRelay : limits.peers) peers", now: now, into: &actions)
+            return
+          }
+          guard peers[other] != nil || peers.count < (isRelay ? limits.peers : 2 * limits.peers) else {
+            connections[id]?.rosterRoutes = routes
+            routesChanged(changed, from: id, wasDirect: nil, into: &actions)
+            rosterLimitExceeded(
+              id, "with its roster this session would know more than \(isRelay ? limits.peers : 2 * limits.peers) peers", now: now, into: &actions)
+            return
+          }
+          routes += 1
+        }
+        if peers[other] == nil { peers[other] = PeerRecord(peer: entry.peer) }
+        if peers[other]?.publicKey == nil { peers[other]?.publicKey = entry.publicKey }
         peers[other]?.routes[id] = entry.hops
         if peers[other]?.session == nil, let known = peers[other]?.peer { peers[other]?.peer = known.renamed(entry.peer.name) }
+      } else {
+        continue
       }
       changed.append(other)
     }
+    connections[id]?.rosterRoutes = routes
     routesChanged(changed, from: id, wasDirect: nil, into: &actions)
   }
 
+  static func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+  }
+
+  /// A relay's rosters went over ``RosterLimits``: ERROR `resourceExhausted`, naming the
+  /// limit, and the connection closes (its routes go with it).
+  mutating func rosterLimitExceeded(_ id: ConnectionID, _ detail: String, now: Duration, into actions: inout [SessionAction]) {
+    relayStatistics.rosterLimitCloses += 1
+    actions.append(.emit(.status(.connectionRejected(peer: connectionPeer(id), reason: "ROSTER limit: \(detail)"))))
+    limitExceeded(id, code: .resourceExhausted, detail: detail, now: now, into: &actions)
+  }
+
+  /// Sends `entries` as ROSTER frames of at most ``ProtocolLimits/maximumRosterEntries``
+  /// (a `full` roster: the first frame `full`, the others `add`).
+  func sendRoster(_ kind: RosterKind, _ entries: [Frame.Roster.Entry], to connection: ConnectionID, into actions: inout [SessionAction]) {
+    var start = 0
+    repeat {
+      let end = min(start + ProtocolLimits.maximumRosterEntries, entries.count)
+      let frameKind: RosterKind = kind == .full && start > 0 ? .add : kind
+      actions.append(.send(connection, .roster(roster(frameKind, Array(entries[start..<end]), to: connection))))
+      start = end
+    } while start < entries.count
+  }
+
   /// Reports reachability changes (peers) or passes roster changes on (relays).
+  /// In O(changes × sessions): each other session gets one ROSTER of additions and one of
+  /// removals for the whole batch, not one frame per changed peer.
   mutating func routesChanged(_ changed: [PeerID], from source: ConnectionID, wasDirect: PeerID?, into actions: inout [SessionAction]) {
+    guard !changed.isEmpty else { return }
     var seenIDs = Set<PeerID>()
+    let sessions = isRelay ? sessionConnections.map(\.0).filter { $0 != source } : []
+    var additions: [ConnectionID: [Frame.Roster.Entry]] = [:]
+    var removals: [ConnectionID: [Frame.Roster.Entry]] = [:]
+    defer {
+      for connection in sessions {
+        if let entries = additions[connection] { sendRoster(.add, entries, to: connection, into: &actions) }
+        if let entries = removals[connection] { sendRoster(.remove, entries, to: connection, into: &actions) }
+      }
+    }
     for other in changed where seenIDs.insert(other).inserted {
       guard let record = peers[other] else { continue }
       let reachable = record.session != nil || !record.routes.isEmpty
@@ -124,13 +201,11 @@ extension SessionStateMachine {
         guard !record.isRelay else { continue }
         // Tell every other peer the new distance (or that it is gone).
         guard let key = record.publicKey else { continue }
-        for (connection, _) in sessionConnections where connection != source && record.session != connection {
+        for connection in sessions where record.session != connection {
           if let hops = record.session != nil ? 0 : bestHops(record, excluding: connection) {
-            let entry = Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key, site: rosterSite(other))
-            actions.append(.send(connection, .roster(roster(.add, [entry], to: connection))))
+            additions[connection, default: []].append(Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key, site: rosterSite(other)))
           } else {
-            let entry = Frame.Roster.Entry(peer: record.peer, hops: 1, publicKey: key)
-            actions.append(.send(connection, .roster(roster(.remove, [entry], to: connection))))
+            removals[connection, default: []].append(Frame.Roster.Entry(peer: record.peer, hops: 1, publicKey: key))
           }
         }
       } else if record.session == nil {

@@ -12,6 +12,8 @@ package struct SessionStateMachine: Sendable {
     /// Peers whose invitations are always accepted.
     package var allowList: Set<PeerID> = []
     package var timeouts = ConnectionTimeouts()
+    /// What relays may tell us in rosters (PROTOCOL.md 8.3).
+    package var rosterLimits = RosterLimits()
     /// The timeout of our invitations unless the caller gives one.
     package var invitationTimeout: Duration = .seconds(30)
     /// Connections that have not reached `connected`; more are refused with ERROR `busy`.
@@ -63,6 +65,11 @@ package struct SessionStateMachine: Sendable {
     var toRelay = false
     /// What the handshake proved about the peer.
     var authenticated: AuthenticatedPeer?
+    /// A relay's connection: the peers we reach through it (routes it gave us).
+    var rosterRoutes = 0
+    /// A relay's connection: ROSTER frames it may still send now (``RosterLimits``).
+    var rosterTokens = Double(RosterLimits().burst)
+    var rosterRefilled: Duration?
   }
 
   struct PeerRecord: Sendable {

@@ -289,5 +289,23 @@ public struct RelayStatistics: Hashable, Sendable {
   /// Messages and receipts that failed their end-to-end check (altered or invented on the
   /// way) and were dropped.
   public var forgeriesDropped: UInt64 = 0
+  /// Relay connections closed for going over ``RosterLimits``.
+  public var rosterLimitCloses: UInt64 = 0
   public init() {}
+}
+
+/// What the relays a session is connected to may tell it in rosters (PROTOCOL.md 8.3):
+/// beyond these, the relay's connection is closed with ERROR `resourceExhausted`.
+package struct RosterLimits: Hashable, Sendable {
+  /// Peers one relay connection may give a relay (a peer takes up to ``peers`` from its relay).
+  package var perRelay = 16_384
+  /// Peers a relay knows in all (connected and reached through other relays); a peer that is
+  /// not a relay may know twice as many (its relay's, and those it found itself).
+  package var peers = 65_536
+  /// ROSTER frames one relay may send at once ...
+  package var burst = 256
+  /// ... and per second after that.
+  package var framesPerSecond = 64.0
+
+  package init() {}
 }

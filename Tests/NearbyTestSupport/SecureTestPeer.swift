@@ -228,6 +228,17 @@ package final class SecureTestPeer: @unchecked Sendable {
   }
 
   /// ``read(until:)`` on a thread of its own.
+  /// Runs blocking work (writes that may wait for the peer to read) on a thread of its own,
+  /// never on the cooperative pool.
+  package func inBackground(_ work: @escaping @Sendable (SecureTestPeer) -> Void) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      Thread.detachNewThread { [self] in
+        work(self)
+        continuation.resume()
+      }
+    }
+  }
+
   package func readInBackground(until stop: @escaping @Sendable ([Frame]) -> Bool = { _ in false }) async -> Received {
     await withCheckedContinuation { continuation in
       Thread.detachNewThread { [self] in continuation.resume(returning: read(until: stop)) }

@@ -1,0 +1,122 @@
+import CSodium
+import Nearby
+import NearbyCore
+import NearbyCrypto
+import NearbyTestSupport
+import Synchronization
+import Testing
+
+/// A peer that says it is a relay and floods a relay with rosters of made-up peers (each with
+/// a key that owns its id, so every entry passes the key check): the relay stays responsive
+/// for its honest peers, bounds what it remembers, passes changes on in batches, and closes
+/// the flooder with ERROR `resourceExhausted` naming the limit.
+@Suite("ROSTER floods")
+struct RosterFloodTests {
+  /// `count` made-up peers: random 32-byte keys and the ids they own (no signature is ever
+  /// checked against a roster key, so they need not be curve points).
+  static func madeUpEntries(_ count: Int, seed: UInt8 = 0) -> [Frame.Roster.Entry] {
+    (0..<count).map { index in
+      var key = [UInt8](repeating: seed, count: 32)
+      withUnsafeBytes(of: UInt32(index).bigEndian) { key.replaceSubrange(0..<4, with: $0) }
+      let id = IdentityPublicKey(bytes: key)!.peerID
+      return Frame.Roster.Entry(peer: Peer(id: id, name: try! DisplayName("fake-\(index)")), hops: 1, publicKey: key)
+    }
+  }
+
+  /// The relay with alice and carol, and mallory joined as a "relay".
+  static func relayWithPeers() async throws -> (relay: RunningSession, alice: RunningSession, carol: RunningSession, mallory: SecureTestPeer) {
+    let relay = try await RunningSession.start("relay", policy: .all) { $0.isRelay = true }
+    let alice = try await RunningSession.start("alice")
+    let carol = try await RunningSession.start("carol")
+    try await connect(alice, relay)
+    try await connect(carol, relay)
+    _ = try await alice.expect("carol reachable") { if case .reachable(let p, _) = $0, p.id == carol.peer.id { true } else { nil } }
+    let mallory = try SecureTestPeer(port: relay.port)
+    try await mallory.handshakeInBackground(payload: AttackTests.hello(mallory, relay: true))
+    mallory.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
+    let accepted = await mallory.readInBackground { $0.contains { if case .accept = $0 { true } else { false } } }
+    #expect(accepted.frames.contains { if case .accept = $0 { true } else { false } }, "\(accepted.frames)")
+    return (relay, alice, carol, mallory)
+  }
+
+  /// Sends alice -> carol messages through the relay while `flood` runs; each must be
+  /// delivered. - Returns: the slowest round trip (printed; the bench has the figures).
+  static func messagesGetThrough(_ alice: RunningSession, _ carol: RunningSession, count: Int) async throws -> Duration {
+    var slowest = Duration.zero
+    for index in 0..<count {
+      let started = ContinuousClock.now
+      let id = try await alice.session.send(Array("during the flood \(index)".utf8), to: .peers([carol.peer.id]))
+      _ = try await alice.expect("delivered \(index)", within: .seconds(20)) { if case .delivered(id, _) = $0 { true } else { nil } }
+      slowest = max(slowest, ContinuousClock.now - started)
+    }
+    return slowest
+  }
+
+  @Test func aRosterFloodIsBoundedAndClosedWhileHonestPeersTalkOn() async throws {
+    let (relay, alice, carol, mallory) = try await Self.relayWithPeers()
+    // 25 frames of 4 096 entries over 20 480 made-up peers (the same peers again and again),
+    // more than the 16 384 peers one relay connection may give.
+    let entries = Self.madeUpEntries(20_480)
+    let flood = Task {
+      await mallory.inBackground { mallory in
+        for round in 0..<25 {
+          let start = (round % 5) * 4096
+          mallory.write(.roster(Frame.Roster(kind: .add, entries: Array(entries[start..<start + 4096]))))
+        }
+      }
+    }
+    let slowest = try await Self.messagesGetThrough(alice, carol, count: 10)
+    await flood.value
+    print("roster flood: slowest alice -> carol round trip through the relay during it: \(slowest)")
+    let closed = await mallory.readInBackground()
+    let errors = closed.frames.compactMap { if case .error(let code, let message) = $0 { (code, message) } else { nil } }
+    #expect(errors.contains { $0.0 == .resourceExhausted && $0.1.contains("16384 peers") }, "\(errors)")
+    #expect(closed.closed || closed.closeRecord, "the flooder's connection is closed")
+    // What the relay remembers is bounded, and the made-up peers went with the connection.
+    let stats = await relay.session.relayStatistics
+    #expect(stats.rosterLimitCloses == 1)
+    let deadline = ContinuousClock.now + .seconds(10)
+    while await alice.session.relayedPeers.count > 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+    #expect(await alice.session.relayedPeers.map(\.peer.id) == [carol.peer.id], "alice knows carol, and none of the made-up peers any more")
+    // Nobody honest was dropped.
+    for session in [alice, carol] {
+      #expect(!session.events.all.contains { if case .disconnected = $0 { true } else { false } }, "\(session.peer.name) was disconnected")
+    }
+    #expect(try await Self.messagesGetThrough(carol, alice, count: 1) > .zero)
+    try await carol.stop()
+    try await alice.stop()
+    try await relay.stop()
+  }
+
+  @Test func rosterChangesArePassedOnInBatchesAndTooManyFramesCloseTheSender() async throws {
+    let (relay, alice, carol, mallory) = try await Self.relayWithPeers()
+    // An honest peer of the relay, seen at the frame level: how many ROSTER frames reach it.
+    let observer = try SecureTestPeer(port: relay.port)
+    try await observer.joinSession(name: "observer")
+    let observed = Task {
+      await observer.readInBackground { frames in frames.filter { if case .roster = $0 { true } else { false } }.count >= 2 }
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    // 6 000 made-up peers in two frames: passed on to each other peer in ceil(6000/4096) = 2
+    // frames of additions, not 6 000 frames of one entry.
+    let entries = Self.madeUpEntries(6_000, seed: 7)
+    mallory.write(.roster(Frame.Roster(kind: .add, entries: Array(entries[0..<3000]))))
+    mallory.write(.roster(Frame.Roster(kind: .add, entries: Array(entries[3000...]))))
+    let seen = await observed.value
+    let rosters = seen.frames.compactMap { if case .roster(let r) = $0 { r } else { nil } }
+    let added = rosters.filter { $0.kind == .add }.map(\.entries.count).reduce(0, +)
+    print("roster batches: \(rosters.map { "\($0.kind) \($0.entries.count)" })")
+    #expect(rosters.count <= 4, "\(rosters.count) ROSTER frames")
+    #expect(added >= 6_000, "\(added) entries added")
+    // Then a flood of tiny ROSTER frames: more than the burst closes mallory.
+    let one = Array(entries[0..<1])
+    await mallory.inBackground { mallory in for _ in 0..<400 { mallory.write(.roster(Frame.Roster(kind: .add, entries: one))) } }
+    let closed = await mallory.readInBackground()
+    let errors = closed.frames.compactMap { if case .error(let code, let message) = $0 { (code, message) } else { nil } }
+    #expect(errors.contains { $0.0 == .resourceExhausted && $0.1.contains("ROSTER frames") }, "\(errors)")
+    #expect(try await Self.messagesGetThrough(alice, carol, count: 2) > .zero)
+    try await carol.stop()
+    try await alice.stop()
+    try await relay.stop()
+  }
+}
