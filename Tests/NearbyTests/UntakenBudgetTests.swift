@@ -36,6 +36,12 @@ struct UntakenBudgetTests {
           return sent
         })
     }
+    // Nothing below may hang: past this, alice shuts down, which ends her events (the
+    // loop taking them stops short and fails) and the floods (their sends are refused).
+    let watchdog = Task {
+      try await Task.sleep(for: .seconds(90))
+      await alice.shutdown()
+    }
     // Until every connection is held up (or 20 s: a slow machine sends slowly).
     let deadline = ContinuousClock.now + .seconds(20)
     var figures = await alice.untakenFigures
@@ -49,19 +55,34 @@ struct UntakenBudgetTests {
     // reads at most one more of them: 3 MiB and one message per connection at most, where
     // the per-connection limits alone allow 3 x 5 MiB.
     #expect(figures.bytes <= (3 << 20) + 3 * ((1 << 20) + 4096), "\(figures.bytes) bytes untaken")
-    #expect(figures.pausedConnections == 3)
+    #expect(figures.pausedConnections == 3, "\(figures.pausedConnections) connections paused; the senders saw \(Self.trouble(senders))")
     // Taking them all: every message arrives (no connection stays paused) and is delivered.
     var received = 0
     while received < 3 * perPeer, let event = await events.next() {
       if case .message = event { received += 1 }
     }
-    #expect(received == 3 * perPeer)
+    #expect(received == 3 * perPeer, "\(received) messages taken; the senders saw \(Self.trouble(senders))")
     for flood in floods { #expect(await flood.value == perPeer) }
     for sender in senders {
       for _ in 0..<perPeer { _ = try await sender.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
       try await sender.stop()
     }
+    watchdog.cancel()
     await alice.shutdown()
     try await run.value
+  }
+
+  /// What went wrong for the senders, as far as their events say: disconnections and errors.
+  static func trouble(_ senders: [RunningSession]) -> String {
+    let seen = senders.map { sender in
+      let events = sender.events.all.filter {
+        switch $0 {
+        case .disconnected, .error: true
+        default: false
+        }
+      }
+      return "\(sender.peer.name): \(events.isEmpty ? "nothing" : events.map { "\($0)" }.joined(separator: "; "))"
+    }
+    return seen.joined(separator: " | ")
   }
 }
