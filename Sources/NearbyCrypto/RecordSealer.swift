@@ -95,23 +95,6 @@ package final class RecordSealer {
     isClosed = true
   }
 
-  /// Room for one record of the largest size, zeroed: what ``appendZeros(_:to:)`` copies.
-  private static let zeros = [UInt8](repeating: 0, count: SecureProtocol.maximumRecordPlaintext + 5 + AEAD.tagCount)
-
-  /// Appends `count` zero bytes, copied from ``zeros`` (a `memcpy` per 64 KiB). Appending
-  /// `repeatElement(0, count:)` instead goes through the standard library's generic
-  /// iterator one byte at a time when not specialized (debug builds): 0.8 s of the loop
-  /// thread for a full 4 MiB send queue, over 4 s on a loaded machine, during which the
-  /// connection sent nothing, not even a PING, and its peer timed it out.
-  private static func appendZeros(_ count: Int, to output: inout [UInt8]) {
-    var left = count
-    while left > 0 {
-      let chunk = min(left, zeros.count)
-      output.append(contentsOf: zeros[0..<chunk])
-      left -= chunk
-    }
-  }
-
   /// Seals one record of at most 64 KiB; returns its size.
   private func sealRecord(type: SecureFrameType, _ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
     precondition(keys.canAdvance, "2^64 records were sealed with one session's keys")
