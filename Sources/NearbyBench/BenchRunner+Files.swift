@@ -153,7 +153,10 @@ extension BenchRunner {
     guard Glibc.pipe(&pipe) == 0 else { throw BenchError("pipe failed") }
     let child = try ChildProcess(
       executable,
-      ["receive", "--name", "bench-receiver", "--state-dir", state, "--downloads", downloads, "--accept-files", "all", "--json", "--service", "nearby-bench"],
+      [
+        "receive", "--name", "bench-receiver", "--state-dir", state, "--downloads", downloads, "--accept-files", "all", "--json", "--service",
+        "nearby-bench",
+      ],
       environment: ["PATH": "/usr/bin:/bin", "AVAHI_COMPAT_NOWARN": "1"], standardInput: .null, standardOutput: .descriptor(pipe[1]),
       standardError: .descriptor(2))
     close(pipe[1])

@@ -62,7 +62,8 @@ public struct KnownPeerNames: Sendable {
       note(peer)
       note(relay)
     case .lost(let peer), .invitationWithdrawn(let peer, _), .connecting(let peer), .connected(let peer, _), .declined(let peer, _),
-      .disconnected(let peer, _), .delivered(_, let peer), .queued(_, let peer), .unreachable(let peer), .verification(let peer, _, _), .trusted(let peer),
+      .disconnected(let peer, _), .delivered(_, let peer), .queued(_, let peer), .unreachable(let peer), .verification(let peer, _, _),
+      .trusted(let peer),
       .reconnecting(let peer, _), .reconnected(let peer):
       note(peer)
     case .impostorWarning(let peer, let verified):
