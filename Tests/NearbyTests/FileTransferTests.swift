@@ -106,7 +106,7 @@ struct FileTransferTests {
     let downloads = FileFixtures.folder()
     let (alice, bob) = try await Self.pair {
       $0.transferTuning.directWindow = 1 << 20
-      $0.maximumFileRate = 8 << 20
+      $0.maximumFileRate = 2 << 20
     }
     let transfer = try await alice.session.sendFiles(at: [source + "/big.bin"], to: bob.peer.id)
     try await bob.expectOffer().accept(into: downloads)
@@ -229,7 +229,7 @@ struct FileTransferTests {
     FileFixtures.write(source + "/resume.bin", size: size, seed: 6)
     let downloads = FileFixtures.folder()
     let (alice, bob) = try await Self.pair {
-      $0.maximumFileRate = 8 << 20
+      $0.maximumFileRate = 2 << 20
       $0.transferTuning.directWindow = 1 << 20
     }
     let transfer = try await alice.session.sendFiles(at: [source + "/resume.bin"], to: bob.peer.id)
@@ -260,7 +260,7 @@ struct FileTransferTests {
     let downloads = FileFixtures.folder()
     let state = FileFixtures.folder()
     let alice = try await RunningSession.start("alice") {
-      $0.maximumFileRate = 8 << 20
+      $0.maximumFileRate = 2 << 20
       $0.transferTuning.directWindow = 1 << 20
     }
     let transfer: OutgoingTransfer

@@ -146,9 +146,11 @@ struct ReconnectSessionTests {
         sent.add(1, ordering: .relaxed)
       }
     }
-    try await Task.sleep(for: .seconds(1.5))
     // Each counts its body and some overhead: after four the window holds more than 4 KiB,
-    // and the fifth waits.
+    // and the fifth waits (however slowly a loaded machine gets to the fourth).
+    let deadline = ContinuousClock.now + .seconds(15)
+    while sent.load(ordering: .relaxed) < 4, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+    try await Task.sleep(for: .seconds(1))
     #expect(sent.load(ordering: .relaxed) == 4, "the sender waits for room in bob's window")
     pair.link.set(.pass)
     try await sender.value
