@@ -72,12 +72,20 @@ public final class PeerIdentity: Sendable {
     self.directory = directory
     let state = try StateDirectory(directory)
     let fd = try state.openLockFile("lock")
-    if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+    var attempts = 0
+    while flock(fd, LOCK_EX | LOCK_NB) != 0 {
       var buffer = [UInt8](repeating: 0, count: 32)
-      let count = read(fd, &buffer, buffer.count)
-      close(fd)
+      let count = pread(fd, &buffer, buffer.count, 0)
       let owner = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingWhitespace : "?"
-      throw .inUse(directory, owner: owner)
+      // Our own pid: the lock of an identity this process just closed, still shared for a
+      // moment with a child being spawned (it holds copies of our descriptors until it
+      // executes). Such a copy goes within milliseconds; another process's lock does not.
+      attempts += 1
+      guard owner == "\(getpid())", attempts <= 50 else {
+        close(fd)
+        throw .inUse(directory, owner: owner)
+      }
+      usleep(2_000)
     }
     let pid = "\(getpid())\n"
     _ = ftruncate(fd, 0)
