@@ -52,7 +52,7 @@ extension NearbySession {
     }
   }
 
-  /// ``IncomingOffer/accept(into:)``: sets the files up below `directory`, then answers.
+  /// `IncomingOffer.accept(into:)`: sets the files up below `directory`, then answers.
   func acceptOffer(_ id: TransferID, into directory: String) async throws(TransferError) {
     let result: Result<Void, TransferError> = await withCheckedContinuation { continuation in
       startAccepting(id, into: directory) { continuation.resume(returning: $0) }

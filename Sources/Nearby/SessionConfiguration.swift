@@ -81,8 +81,8 @@ public struct SessionConfiguration: Sendable {
   /// How offers of files are answered (``FileAcceptPolicy``); `ask` reports each as
   /// `TransferEvent.offer(_:)`.
   public var acceptFiles = FileAcceptPolicy.ask
-  /// Where files accepted by policy (or with ``IncomingOffer/accept()``) go; `nil`: only
-  /// ``IncomingOffer/accept(into:)`` with a folder accepts.
+  /// Where files accepted by policy (or with `IncomingOffer.accept()`) go; `nil`: only
+  /// `IncomingOffer.accept(into:)` with a folder accepts.
   public var downloadsDirectory: String?
   /// Bytes per second our file transfers may send, all together; `nil`: as fast as the
   /// network and the receivers go.
