@@ -1,3 +1,6 @@
+// One file: the whole command tree, so that an option is declared once and every command's
+// options, help and examples can be read (and kept consistent) side by side.
+
 import Nearby
 
 /// The command tree of the `nearby` tool. Each option is declared once, here, with its type

@@ -1,3 +1,6 @@
+// One file: the connection state machine of PROTOCOL.md section 5 is one table (state x
+// frame -> transition); its states, frames and timeouts are read together against the spec.
+
 /// The protocol state of one TCP connection (PROTOCOL.md section 5), as a plain value: it
 /// takes frames, local decisions and the time, and returns what to send, what to report
 /// and whether to close. It performs no I/O and reads no clock, so every transition and

@@ -1,3 +1,7 @@
+// One file: invitations answered, messages sent, routed, acknowledged and settled form one
+// flow through the same bookkeeping (unacked windows, relay pending, seen ids); reading it
+// in one place is how the exactly-once rules are checked.
+
 extension SessionStateMachine {
   // MARK: Answering invitations
 

@@ -1,3 +1,8 @@
+// One file: the state the session machine owns (its records and their invariants) and the
+// entry points that every extension (+Messages, +Relay, +Reconnect, +Transfers, +Federation)
+// relies on; splitting the stored state from the code that keeps it consistent would hide
+// the invariants. Behaviour by topic lives in the extensions.
+
 /// The brain of a session, as a plain value: it owns what is known about peers, every
 /// connection's protocol state, the invitations waiting for an answer and the messages
 /// waiting for acknowledgement. Inputs are discoveries, connection outcomes, frames,

@@ -1,3 +1,6 @@
+// One file: the epoll loop, its timers, cross-thread wakeups and task executor share one
+// thread-confined state; splitting them would spread the one-thread rule across files.
+
 import CNearbySystem
 import Dispatch
 import NearbyCore
