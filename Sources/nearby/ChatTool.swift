@@ -28,11 +28,7 @@ struct ChatTool: Tool {
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let name = try parsed.value(Options.name) ?? (try? DisplayName(environment.hostName)) ?? (try! DisplayName("nearby"))
-    setup = SessionSetup(
-      stateDirectory: SessionSetup.stateDirectory(try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables),
-      name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
-      port: try parsed.value(NearbyCommands.Common.port, default: 0),
-      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
+    setup = try SessionSetup(parsed, environment: environment, name: name)
     acceptPolicy = try parsed.value(Options.accept, default: .ask)
     allowList = Set(try parsed.values(Options.allow).flatMap { $0 })
     let infoArguments = try parsed.values(Options.info)

@@ -13,11 +13,7 @@ struct SendTool: Tool {
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let name = try parsed.value(Options.name) ?? (try? DisplayName(environment.hostName)) ?? (try! DisplayName("nearby"))
-    setup = SessionSetup(
-      stateDirectory: SessionSetup.stateDirectory(try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables),
-      name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
-      port: try parsed.value(NearbyCommands.Common.port, default: 0),
-      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
+    setup = try SessionSetup(parsed, environment: environment, name: name)
     guard let target = try parsed.value(Options.to) else { throw .usage("--to NAME|ID is required: the peer to send to", path: parsed.path) }
     let paths = parsed.variadic("paths")
     guard !paths.isEmpty else { throw .usage("give at least one file or folder to send", path: parsed.path) }
@@ -53,11 +49,7 @@ struct ReceiveTool: Tool {
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let name = try parsed.value(Options.name) ?? (try? DisplayName(environment.hostName)) ?? (try! DisplayName("nearby"))
-    setup = SessionSetup(
-      stateDirectory: SessionSetup.stateDirectory(try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables),
-      name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
-      port: try parsed.value(NearbyCommands.Common.port, default: 0),
-      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
+    setup = try SessionSetup(parsed, environment: environment, name: name)
     guard
       let downloads = try parsed.value(NearbyCommands.Common.downloads)
         ?? NearbySession.defaultDownloadsDirectory(environment: environment.variables)

@@ -21,12 +21,9 @@ struct RelayTool: Tool {
 
   init(_ parsed: ParsedCommand, environment: ProcessEnvironment) throws(CommandLineError) {
     let fallbackName = String("relay-\(environment.hostName)".utf8.prefix(63)) ?? "relay"
-    setup = SessionSetup(
-      stateDirectory: SessionSetup.stateDirectory(
-        try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables, suffix: "/relay"),
-      name: try parsed.value(Options.name) ?? (try? DisplayName(fallbackName)) ?? (try! DisplayName("relay")),
-      service: try parsed.value(NearbyCommands.Common.service, default: .default), port: try parsed.value(NearbyCommands.Common.port, default: 0),
-      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
+    setup = try SessionSetup(
+      parsed, environment: environment, name: try parsed.value(Options.name) ?? (try? DisplayName(fallbackName)) ?? (try! DisplayName("relay")),
+      stateSuffix: "/relay")
     level = RelayService.LogLevel(name: try parsed.value(Options.logLevel, default: "info")) ?? .info
     let interval = try parsed.value(Options.statsInterval, default: .seconds(60))
     statsInterval = interval == .zero ? nil : interval

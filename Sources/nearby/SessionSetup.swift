@@ -2,7 +2,7 @@ import Nearby
 import NearbyCommandLine
 import NearbySystem
 
-/// What `nearby chat` and `nearby relay` share: the identity in the state directory and a
+/// What `nearby chat`, `relay`, `send` and `receive` share: the identity in the state directory and a
 /// session made from it.
 struct SessionSetup: Sendable {
   /// `--state-dir`, or the default one (which fails without HOME).
@@ -44,5 +44,19 @@ extension SessionSetup {
   static func stateDirectory(_ explicit: String?, environment: [String: String], suffix: String = "") -> Result<String, IdentityError> {
     if let explicit { return .success(explicit) }
     return Result { () throws(IdentityError) in try PeerIdentity.defaultDirectory(environment: environment) + suffix }
+  }
+}
+
+extension SessionSetup {
+  /// The options every session-making command shares (`--state-dir`, `--service`, `--port`,
+  /// `--reconnect-grace`), with `name` or else the host name.
+  /// - Parameter stateSuffix: appended to the default state directory (the relay's own).
+  init(_ parsed: ParsedCommand, environment: ProcessEnvironment, name: DisplayName, stateSuffix: String = "") throws(CommandLineError) {
+    self.init(
+      stateDirectory: Self.stateDirectory(
+        try parsed.value(NearbyCommands.Common.stateDirectory), environment: environment.variables, suffix: stateSuffix),
+      name: name, service: try parsed.value(NearbyCommands.Common.service, default: .default),
+      port: try parsed.value(NearbyCommands.Common.port, default: 0),
+      reconnectGrace: try parsed.value(NearbyCommands.Common.reconnectGrace, default: .seconds(30)))
   }
 }
