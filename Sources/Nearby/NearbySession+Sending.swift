@@ -81,7 +81,13 @@ extension NearbySession {
   ) async -> Value {
     let token = nextWaiterToken()
     return await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
+      // `isolation: self`, not the default: this closure does not capture `self`, so it is
+      // not isolated to the session, and with the default (`#isolation`, nil in here) the
+      // body can run on Swift's thread pool. It did, in a chat: waiters registered there
+      // while the loop thread took others out, and the chat crashed with "Index out of
+      // range" in `Waiters`. The precondition makes any such path fail at once.
+      await withCheckedContinuation(isolation: self) { continuation in
+        precondition(loop.isCurrent, "waiters of the session are registered on its loop")
         if Task.isCancelled {
           continuation.resume(returning: cancelled)
         } else {

@@ -107,6 +107,10 @@ extension ScriptedPeersEndToEnd {
           LabPaths.example("faults/soak/peer.sh"),
         ], environment: environment, timeout: .seconds(Int64(seconds + 180)))
       #expect(run.status == 0, "exit \(run.status):\n\(run.output.suffix(20_000))")
+      // NEARBY_SOAK_LOG=FILE keeps the whole output (the samples, every host's lines).
+      if let log = ProcessInfo.processInfo.environment["NEARBY_SOAK_LOG"] {
+        try? run.output.write(toFile: log, atomically: true, encoding: .utf8)
+      }
       let report = SoakReport(run)
       print("fault figures: soak of \(seconds) s, 20 peers: \(report.summary)")
       #expect(report.samples.count >= 5, "the hub sampled itself:\n\(run.output.suffix(5000))")

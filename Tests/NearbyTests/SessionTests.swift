@@ -75,6 +75,36 @@ struct SessionTests {
     await #expect(throws: SendError.notRunning) { try await alice.session.send([3], to: .all) }
   }
 
+  /// Many callers waiting for delivery reports at once, from tasks on Swift's thread pool
+  /// (not the session's executor), while the reports arrive on the loop thread: each gets
+  /// its own report. (The waits were once registered on the pool, racing with the loop
+  /// taking others out: a chat crashed with "Index out of range"; the session now checks that
+  /// every wait is registered on its loop.)
+  @Test func manyTasksWaitingForDeliveryReportsAtOnceEachGetTheirOwn() async throws {
+    let alice = try await RunningSession.start("alice")
+    let bob = try await RunningSession.start("bob")
+    try await connect(alice, bob)
+    let session = alice.session
+    let target = bob.peer.id
+    let reports = await withTaskGroup(of: (MessageID, DeliveryReport?).self) { group in
+      for index in 0..<400 {
+        group.addTask {
+          let id = try! await session.send(Array("report \(index)".utf8), to: .peer(target))
+          return (id, await session.delivery(of: id))
+        }
+      }
+      var reports: [(MessageID, DeliveryReport?)] = []
+      for await report in group { reports.append(report) }
+      return reports
+    }
+    #expect(reports.count == 400)
+    for (id, report) in reports {
+      #expect(report?.messageID == id && report?.isDelivered == true, "\(id): \(String(describing: report))")
+    }
+    try await alice.stop()
+    try await bob.stop()
+  }
+
   @Test func aMessageToAConnectedAndAnAbsentPeerReachesOneAndReportsTheOther() async throws {
     let alice = try await RunningSession.start("alice")
     let bob = try await RunningSession.start("bob")
