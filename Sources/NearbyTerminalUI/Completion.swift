@@ -17,8 +17,11 @@ public enum Completion {
   ///   - commands: command names with their slash; `names`: peer names.
   ///   - argumentNames: for the word right after a command, the names that command acts on
   ///     (when none of them matches: all `names`).
+  ///   - argumentIDs: for the word right after a command that takes an id instead of a name
+  ///     (`/receive OFFER`), the ids it may take: only those complete, never a name.
   public static func complete(
-    _ characters: [Character], cursor: Int, commands: [String], names: [String], argumentNames: (String) -> [String]? = { _ in nil }
+    _ characters: [Character], cursor: Int, commands: [String], names: [String], argumentNames: (String) -> [String]? = { _ in nil },
+    argumentIDs: (String) -> [String]? = { _ in nil }
   ) -> Outcome {
     var start = cursor
     while start > 0, !characters[start - 1].isWhitespace { start -= 1 }
@@ -40,8 +43,11 @@ public enum Completion {
       return finish(word, start..<cursor, candidates: matches, atLineEnd: false, quote: false)
     }
     func matching(_ candidates: [String]) -> [String] { candidates.filter { $0.lowercased().hasPrefix(typed.lowercased()) } }
-    var matches = matching(names)
     let before = String(characters[..<start]).split(whereSeparator: \.isWhitespace)
+    if before.count == 1, before[0].hasPrefix("/"), let ids = argumentIDs(String(before[0])) {
+      return finish(word, start..<cursor, candidates: matching(ids), atLineEnd: atLineEnd, quote: false)
+    }
+    var matches = matching(names)
     if before.count == 1, before[0].hasPrefix("/"), let relevant = argumentNames(String(before[0])).map(matching), !relevant.isEmpty {
       matches = relevant  // the names the command acts on, when one of them matches
     }

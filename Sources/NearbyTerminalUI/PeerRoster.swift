@@ -11,9 +11,13 @@ public struct PeerRoster: Equatable, Sendable {
   public private(set) var inviting: [PeerID: Peer] = [:]
   /// Peers reached through a relay.
   public private(set) var relayed: [PeerID: Peer] = [:]
-  /// A short mark shown after a peer's name in the status bar (for example that the peer is
-  /// not verified). Nothing sets one yet: it is where the security checks will.
+  /// A short mark shown after a peer's name in the status bar: ``unverifiedMark`` for a
+  /// peer connected without a verified key (its code was never compared: `/verify`, then
+  /// `/trust`), cleared when it is verified.
   public private(set) var marks: [PeerID: String] = [:]
+
+  /// The mark of a connected peer whose key is not verified.
+  public static let unverifiedMark = "?"
 
   public init() {}
 
@@ -21,7 +25,9 @@ public struct PeerRoster: Equatable, Sendable {
     switch line {
     case .event(let event): apply(event)
     case .peers(let peers): found = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
-    case .who(let peers, _): connected = Dictionary(peers.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    case .who(let peers, let verified):
+      connected = Dictionary(peers.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+      for peer in peers { marks[peer.id] = verified.contains(peer.id) ? nil : Self.unverifiedMark }
     case .invitations(let pending): inviting = Dictionary(pending.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
     case .relayed(let peers): relayed = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
     case .ready, .sent, .settled, .notice, .error, .transfers: break
@@ -34,9 +40,11 @@ public struct PeerRoster: Equatable, Sendable {
     case .lost(let peer): found[peer.id] = nil
     case .invitation(let invitation): inviting[invitation.peer.id] = invitation.peer
     case .invitationWithdrawn(let peer, _): inviting[peer.id] = nil
-    case .connected(let peer, _):
+    case .connected(let peer, let security):
       connected[peer.id] = peer
       inviting[peer.id] = nil
+      marks[peer.id] = security.isVerified ? nil : Self.unverifiedMark
+    case .trusted(let peer): marks[peer.id] = nil
     case .disconnected(let peer, _): connected[peer.id] = nil
     case .reachable(let peer, _): relayed[peer.id] = peer
     case .unreachable(let peer): relayed[peer.id] = nil

@@ -159,7 +159,10 @@ extension TerminalChatModel {
   private mutating func complete(_ screen: inout String) {
     let outcome = Completion.complete(
       editor.characters, cursor: editor.cursor, commands: Self.commandNames, names: roster.names,
-      argumentNames: { command in completionNames(after: command) })
+      argumentNames: { command in completionNames(after: command) },
+      argumentIDs: { command in
+        ["/receive", "/refuse", "/cancel"].contains(command.lowercased()) ? transferCompletions(after: command.lowercased()) : nil
+      })
     switch outcome {
     case .replace(let range, let text):
       editor.replace(range, with: text)

@@ -26,8 +26,9 @@ extension TerminalChatModel {
     case .settled(let report):
       guard let lines = outgoing.removeValue(forKey: report.messageID) else { return }
       setMark(report.isDelivered ? .delivered : .failed, on: lines)
-      if let first = lines.first {
-        effects.append(.log(first.conversation, LogRecord(time: now, kind: report.isDelivered ? .delivered : .failed, messageID: report.messageID)))
+      let logs = alsoLogged.removeValue(forKey: report.messageID) ?? lines.first.map { [$0.conversation] } ?? []
+      for log in logs {
+        effects.append(.log(log, LogRecord(time: now, kind: report.isDelivered ? .delivered : .failed, messageID: report.messageID)))
       }
     case .event(.delivered):
       // The mark on the message changes once every recipient has answered (.settled, which
@@ -40,7 +41,7 @@ extension TerminalChatModel {
       add(styler.entries(for: line, now: now), to: index)
     case .event(.invitation(let invitation)):
       add(styler.entries(for: line, now: now), to: 0, alsoFor: invitation.peer.id)
-      if current != 0 { ring(&screen) }
+      if current != 0 && conversations[current].id != .peer(invitation.peer.id) { ring(&screen) }
     case .event(.updated(let discovered)):
       if let index = conversations.firstIndex(where: { $0.id == .peer(discovered.peer.id) }) {
         conversations[index].title = discovered.peer.name.value
@@ -53,7 +54,7 @@ extension TerminalChatModel {
       .event(.verification(let peer, _, _)), .event(.trusted(let peer)), .event(.impostorWarning(_, verified: let peer)):
       add(styler.entries(for: line, now: now), to: 0, alsoFor: peer.id)
     case .event(.transfer(let event)):
-      showTransfer(event, line, into: &screen)
+      showTransfer(event, line, into: &screen, effects: &effects)
     case .event(.error), .error, .notice, .peers, .who, .relayed, .invitations, .transfers:
       add(styler.entries(for: line, now: now), to: current)
     default:
@@ -93,6 +94,12 @@ extension TerminalChatModel {
       references.append(LineReference(conversation: .everyone, serial: add([entry], to: 0)))
       if !isPrivate {
         effects.append(.log(.everyone, LogRecord(time: now, kind: .sent, name: styler.me.name.value, messageID: id, text: text)))
+      } else {
+        // A private message to several peers: shown once, with everyone, but kept in the
+        // history of each recipient's conversation, where it belongs.
+        let logs = peers.map { Conversation.ID.peer($0.id) }
+        for log in logs { effects.append(.log(log, LogRecord(time: now, kind: .sent, name: styler.me.name.value, messageID: id, text: text))) }
+        alsoLogged[id] = logs
       }
     }
     outgoing[id] = references

@@ -8,21 +8,50 @@ extension TerminalChatModel {
   /// The most bars shown; beyond, the last row counts the others.
   static let maximumTransferRows = 3
 
-  mutating func showTransfer(_ event: TransferEvent, _ line: ChatLine, into screen: inout String) {
+  /// A transfer belongs to the conversation with its peer (opened if needed, as a private
+  /// message opens it): its offer, start and end show there and in the one with everyone.
+  /// An offer counts as unread there, with `!`, and rings the bell unless that
+  /// conversation is shown. Pending offers and transfers going on are what Tab completes
+  /// after `/receive`, `/refuse` and `/cancel`.
+  mutating func showTransfer(_ event: TransferEvent, _ line: ChatLine, into screen: inout String, effects: inout [Effect]) {
     switch event {
     case .offer(let offer):
-      add(styler.entries(for: line, now: now), to: 0, alsoFor: offer.from.id)
-      if current != 0 { ring(&screen) }
+      pendingOffers[offer.id] = offer.from
+      let index = addToPeerConversation(styler.entries(for: line, now: now), peer: offer.from, effects: &effects)
+      if index != current {
+        conversations[index].unread += 1
+        conversations[index].alert = true
+        ring(&screen)
+      }
     case .started(let progress):
+      pendingOffers[progress.id] = nil
       transferBars[progress.id] = progress
-      add(styler.entries(for: line, now: now), to: 0, alsoFor: progress.peer.id)
+      addToPeerConversation(styler.entries(for: line, now: now), peer: progress.peer, effects: &effects)
     case .progress(let progress):
       // No line: the bar changes in place.
       if transferBars[progress.id] != nil || progress.bytes < progress.total { transferBars[progress.id] = progress }
     case .finished(let id, let peer, _, _, _):
+      pendingOffers[id] = nil
       transferBars[id] = nil
-      add(styler.entries(for: line, now: now), to: 0, alsoFor: peer.id)
+      addToPeerConversation(styler.entries(for: line, now: now), peer: peer, effects: &effects)
     }
+  }
+
+  /// Adds entries to the conversation with everyone and to the one with `peer`, opening it.
+  /// - Returns: the index of the peer's conversation.
+  @discardableResult
+  private mutating func addToPeerConversation(_ entries: [ScreenEntry], peer: Peer, effects: inout [Effect]) -> Int {
+    let index = conversation(.peer(peer.id), peer: peer, effects: &effects)
+    add(entries, to: 0, alsoFor: peer.id)
+    return index
+  }
+
+  /// Short ids for Tab after `/receive` and `/refuse` (pending offers) or `/cancel` (those
+  /// and transfers going on).
+  func transferCompletions(after command: String) -> [String] {
+    var ids = Set(pendingOffers.keys)
+    if command == "/cancel" { ids.formUnion(transferBars.keys) }
+    return ids.map(\.shortHex).sorted()
   }
 
   /// Rows the bars take (none on a terminal too short to spare them).

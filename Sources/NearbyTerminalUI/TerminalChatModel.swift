@@ -126,6 +126,11 @@ public struct TerminalChatModel: Sendable {
   var drawnCursor = (row: 0, column: 0)
   /// File transfers going on, shown as progress bars above the status bar.
   var transferBars: [TransferID: TransferProgress] = [:]
+  /// The history files a private message to several peers went to (one per recipient),
+  /// until its outcome is known.
+  var alsoLogged: [MessageID: [Conversation.ID]] = [:]
+  /// Offers not yet answered, by id, with the peer that made them.
+  var pendingOffers: [TransferID: Peer] = [:]
   var now: UInt64 = 0
 
   struct LineReference: Hashable, Sendable {
