@@ -50,14 +50,14 @@ extension ChatTUIEndToEndTests {
         bob.send("hello everyone")
         try await tmux.waitForScreen("bob's public message") { $0.contains { $0.hasSuffix("  bob: hello everyone") } }
         bob.send("/msg alice psst, just you")
-        let hidden = try await tmux.waitForScreen("the unread private message") { Self.statusBar($0).hasPrefix("[1:all] 2:bob(1!) │") }
+        let hidden = try await tmux.waitForScreen("the unread private message") { Self.statusBar($0).hasPrefix("[1:all] 2:bob ?(1!) │") }
         #expect(!hidden.contains { $0.contains("psst") }, "\(hidden)")
 
         try await tmux.press("M-2")
         let shown = try await tmux.waitForScreen("bob's conversation") { $0.lastContent == "[bob]" }
         #expect(shown.contains { $0.hasSuffix("  bob: psst, just you") }, "\(shown)")
         #expect(!shown.contains { $0.contains("hello everyone") }, "\(shown)")
-        #expect(Self.statusBar(shown).hasPrefix("1:all [2:bob] │"), "\(shown)")
+        #expect(Self.statusBar(shown).hasPrefix("1:all [2:bob ?] │"), "\(shown)")
 
         try await tmux.type("hi bob, only you")
         try await tmux.press("Enter")
@@ -158,7 +158,7 @@ extension ChatTUIEndToEndTests {
         #expect(bells() == 0, "no bell for a line in the conversation shown")
 
         bob.send("/msg alice ding")
-        try await tmux.waitForScreen("the unread private message") { Self.statusBar($0).hasPrefix("[1:all] 2:bob(1!) │") }
+        try await tmux.waitForScreen("the unread private message") { Self.statusBar($0).hasPrefix("[1:all] 2:bob ?(1!) │") }
         let deadline = ContinuousClock.now + .seconds(5)
         while bells() == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(bells() == 1)
