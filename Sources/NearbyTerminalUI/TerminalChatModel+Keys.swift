@@ -160,9 +160,7 @@ extension TerminalChatModel {
     let outcome = Completion.complete(
       editor.characters, cursor: editor.cursor, commands: Self.commandNames, names: roster.names,
       argumentNames: { command in completionNames(after: command) },
-      argumentIDs: { command in
-        ["/receive", "/refuse", "/cancel"].contains(command.lowercased()) ? transferCompletions(after: command.lowercased()) : nil
-      })
+      argumentIDs: { command in transferCompletions(after: command) })
     switch outcome {
     case .replace(let range, let text):
       editor.replace(range, with: text)

@@ -47,10 +47,14 @@ extension TerminalChatModel {
   }
 
   /// Short ids for Tab after `/receive` and `/refuse` (pending offers) or `/cancel` (those
-  /// and transfers going on).
-  func transferCompletions(after command: String) -> [String] {
+  /// and transfers going on); nil after any other command (it takes names).
+  func transferCompletions(after command: String) -> [String]? {
     var ids = Set(pendingOffers.keys)
-    if command == "/cancel" { ids.formUnion(transferBars.keys) }
+    switch command.lowercased() {
+    case "/receive", "/refuse": break
+    case "/cancel": ids.formUnion(transferBars.keys)
+    default: return nil
+    }
     return ids.map(\.shortHex).sorted()
   }
 
