@@ -53,17 +53,20 @@ extension NearbySession {
   }
 
   /// `IncomingOffer.accept(into:)`: sets the files up below `directory`, then answers.
-  func acceptOffer(_ id: TransferID, into directory: String) async throws(TransferError) {
+  func acceptOffer(_ id: TransferID, files wanted: Set<Int>? = nil, into directory: String) async throws(TransferError) {
     let result: Result<Void, TransferError> = await withCheckedContinuation { continuation in
-      startAccepting(id, into: directory) { continuation.resume(returning: $0) }
+      startAccepting(id, files: wanted, into: directory) { continuation.resume(returning: $0) }
     }
     try result.get()
   }
 
   /// Sets up the files of offer `id` below `directory` on the transfer's queue; the sender
   /// is answered from the I/O thread once they are. `reply` is called exactly once, with
-  /// whether the files could be set up.
-  func startAccepting(_ id: TransferID, into directory: String, reply: @escaping @Sendable (Result<Void, TransferError>) -> Void) {
+  /// whether the files could be set up. `wanted`: the indices of the files to receive (nil:
+  /// all); the others are left out of the ACCEPT, so the sender does not send them.
+  func startAccepting(
+    _ id: TransferID, files wanted: Set<Int>? = nil, into directory: String, reply: @escaping @Sendable (Result<Void, TransferError>) -> Void
+  ) {
     guard state == .running, !shutdownRequested else { return reply(.failure(.notRunning)) }
     guard let transfer = files.incoming[id], transfer.state.phase == .asking else {
       return reply(.failure(.notFound("no offer \(id.shortHex) is waiting for an answer")))
@@ -71,14 +74,14 @@ extension NearbySession {
     files.incoming[id]!.state.accepted()
     let absolute = OfferBuilder.absolutePath(directory)
     var entries: [Int: FileSink.Entry] = [:]
-    for (index, file) in transfer.state.files.enumerated() {
+    for (index, file) in transfer.state.files.enumerated() where wanted?.contains(index) ?? true {
       entries[index] = FileSink.Entry(path: transfer.paths[index], size: file.size, isExecutable: file.isExecutable, isDirectory: file.isDirectory)
     }
-    let wanted = entries
+    let chosen = entries
     let queue = transfer.queue
     let checkFreeSpace = transferTuning.checkFreeSpace
     queue.async { [self] in
-      let created = FileSink.create(in: absolute, entries: wanted, checkFreeSpace: checkFreeSpace)
+      let created = FileSink.create(in: absolute, entries: chosen, checkFreeSpace: checkFreeSpace)
       onLoop { session in session.accepted(id, created, queue: queue, downloads: absolute) }
       switch created {
       case .success: reply(.success(()))

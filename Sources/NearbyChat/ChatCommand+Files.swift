@@ -11,16 +11,18 @@ extension ChatCommand {
       return .sendFiles(target: words[0], paths: Array(words.dropFirst()))
     case "/transfers":
       return rest.isEmpty ? .transfers : .invalid("/transfers takes no argument")
+    case "/receive":
+      guard case .success(let words) = words else {
+        if case .failure(let problem) = words { return .invalid(problem.text) }
+        return .invalid("usage: /receive [OFFER [FILE...]]")
+      }
+      return .receive(offer: words.first, files: Array(words.dropFirst()))
     default:
       guard case .success(let words) = words, words.count <= 1 else {
         return .invalid("usage: \(word) [\(word == "/cancel" ? "TRANSFER" : "OFFER")] (4 or more hex digits of its id)")
       }
       let id = words.first
-      switch word {
-      case "/receive": return .receive(offer: id)
-      case "/refuse": return .refuse(offer: id)
-      default: return .cancelTransfer(id)
-      }
+      return word == "/refuse" ? .refuse(offer: id) : .cancelTransfer(id)
     }
   }
 
@@ -59,6 +61,7 @@ extension ChatCommand {
 }
 
 /// Why a command line could not be split into words.
-struct CommandProblem: Error {
-  let text: String
+package struct CommandProblem: Error, Equatable {
+  package let text: String
+  package init(text: String) { self.text = text }
 }

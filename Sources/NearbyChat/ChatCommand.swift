@@ -16,8 +16,9 @@ public enum ChatCommand: Equatable, Sendable {
   case trust(target: String)
   /// Offer files and folders to a peer.
   case sendFiles(target: String, paths: [String])
-  /// Accept an offer (nil: the only one waiting).
-  case receive(offer: String?)
+  /// Accept an offer (nil: the only one waiting); `files` picks some of its files (names,
+  /// folders or patterns such as `*.jpg`; empty: all of them).
+  case receive(offer: String?, files: [String] = [])
   /// Refuse an offer (nil: the only one waiting).
   case refuse(offer: String?)
   /// The transfers that are not over.
@@ -91,6 +92,7 @@ public enum ChatCommand: Equatable, Sendable {
     /msg NAME|ID text          a private message
     /send NAME|ID PATH...      offer files and folders to a peer (quote paths with spaces)
     /receive [OFFER]           accept an offer of files (no id: the only one waiting)
+    /receive OFFER FILE...     accept only some: names, folders or patterns (*.jpg)
     /refuse [OFFER]            refuse an offer of files
     /transfers                 file transfers going on or waiting
     /cancel [TRANSFER]         cancel a file transfer, either way

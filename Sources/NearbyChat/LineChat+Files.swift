@@ -24,14 +24,23 @@ extension LineChat {
       } catch {
         output.show(.error(error.description))
       }
-    case .receive(let query):
+    case .receive(let query, let patterns):
       guard let offer = await offer(query, command: "/receive") else { return }
       guard let directory = session.configuration.downloadsDirectory else {
         output.show(.error("no download folder: start the chat with --downloads DIR (or set HOME)"))
         return
       }
       do {
-        try await offer.accept(into: directory)
+        if patterns.isEmpty {
+          try await offer.accept(into: directory)
+        } else {
+          switch Self.choose(patterns, in: offer.files) {
+          case .success(let indices): try await offer.accept(only: indices, into: directory)
+          case .failure(let problem):
+            output.show(.error(problem.text))
+            return
+          }
+        }
       } catch {
         output.show(.error("could not accept \(offer.id.shortHex): \(error)"))
       }
@@ -47,6 +56,30 @@ extension LineChat {
     default:
       break
     }
+  }
+
+  /// The files of an offer that `patterns` name: each pattern is a file's name, a folder of
+  /// the offer (everything below it), or a shell pattern (`*.jpg`, `photos/*`). A pattern
+  /// that matches nothing is an error naming the offer's first files.
+  package static func choose(_ patterns: [String], in files: [OfferedFile]) -> Result<[Int], CommandProblem> {
+    var chosen = Set<Int>()
+    for pattern in patterns {
+      let folder = pattern.hasSuffix("/") ? pattern : pattern + "/"
+      let matches = files.indices.filter { index in
+        let name = files[index].name
+        return name == pattern || name.hasPrefix(folder) || fnmatch(pattern, name, 0) == 0
+      }
+      guard !matches.isEmpty else {
+        let names = files.prefix(5).map { EventFormatter.sanitize($0.name) }.joined(separator: ", ")
+        return .failure(
+          CommandProblem(
+            text:
+              "no file of the offer is '\(EventFormatter.sanitize(pattern))' (its files: \(names)\(files.count > 5 ? ", and \(files.count - 5) more" : ""))"
+          ))
+      }
+      chosen.formUnion(matches)
+    }
+    return .success(chosen.sorted())
   }
 
   private func offer(_ query: String?, command: String) async -> IncomingOffer? {

@@ -30,9 +30,34 @@ struct ChatCommandTests {
       ("/accept a b", .invalid("usage: /accept [NAME|ID]")),
       ("/decline a b", .invalid("usage: /decline [NAME|ID]")),
       ("/who me", .invalid("/who takes no argument")),
+      ("/receive", .receive(offer: nil)),
+      ("/receive ab12", .receive(offer: "ab12")),
+      ("/receive ab12 *.jpg \"my notes.txt\" album", .receive(offer: "ab12", files: ["*.jpg", "my notes.txt", "album"])),
+      ("/refuse ab12 x", .invalid("usage: /refuse [OFFER] (4 or more hex digits of its id)")),
     ])
   func parse(line: String, command: ChatCommand) {
     #expect(ChatCommand.parse(line) == command)
+  }
+
+  @Test func someFilesOfAnOfferAreChosenByNameFolderOrPattern() {
+    let files = ["album/a.jpg", "album/big.raw", "album/nested/b.jpg", "notes.txt", "album2/c.jpg"].map { OfferedFile(name: $0, size: 1) }
+    func choose(_ patterns: String...) -> Result<[Int], CommandProblem> { LineChat.choose(patterns, in: files) }
+    #expect(choose("notes.txt") == .success([3]))
+    #expect(choose("album") == .success([0, 1, 2]), "a folder is everything below it, not album2")
+    #expect(choose("album/") == .success([0, 1, 2]))
+    #expect(choose("*.jpg") == .success([0, 2, 4]), "* crosses folders")
+    #expect(choose("album/nested", "notes.txt", "album/nested/b.jpg") == .success([2, 3]), "each file once, in offer order")
+    #expect(choose("a*") == .success([0, 1, 2, 4]))
+    #expect(
+      choose("*.jpg", "photo.png")
+        == .failure(
+          CommandProblem(
+            text: "no file of the offer is 'photo.png' (its files: album/a.jpg, album/big.raw, album/nested/b.jpg, notes.txt, album2/c.jpg)")))
+    #expect(
+      choose("\u{202E}x")
+        == .failure(
+          CommandProblem(
+            text: "no file of the offer is '\\u{202E}x' (its files: album/a.jpg, album/big.raw, album/nested/b.jpg, notes.txt, album2/c.jpg)")))
   }
 
   @Test func unknownCommandsSuggestTheClosestOne() {

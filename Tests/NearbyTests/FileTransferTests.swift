@@ -62,6 +62,42 @@ struct FileTransferTests {
     try await bob.stop()
   }
 
+  @Test func onlyTheChosenFilesOfAnOfferAreSentAndSaved() async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/album/a.jpg", size: 50_000, seed: 1)
+    FileFixtures.write(source + "/album/big.raw", size: 3_000_000, seed: 2)
+    FileFixtures.write(source + "/album/nested/b.jpg", size: 70_000, seed: 3)
+    FileFixtures.write(source + "/notes.txt", text: "hello")
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair()
+
+    let transfer = try await alice.session.sendFiles(at: [source + "/album", source + "/notes.txt"], to: bob.peer.id)
+    let offer = try await bob.expectOffer()
+    #expect(offer.files.map(\.name) == ["album/a.jpg", "album/big.raw", "album/nested/b.jpg", "notes.txt"])
+    // A choice outside the offer, or none at all, is refused with the reason; the offer still waits.
+    await #expect(throws: TransferError.notFound("the offer \(offer.id.shortHex) has no file 4: its files are 0 to 3")) {
+      try await offer.accept(only: [0, 4], into: downloads)
+    }
+    await #expect(throws: TransferError.self) { try await offer.accept(only: [Int](), into: downloads) }
+    #expect(await bob.session.pendingOffers.map(\.id) == [offer.id])
+    try await offer.accept(only: [0, 2, 3], into: downloads)
+
+    #expect(await transfer.result() == .completed)
+    let (end, saved) = try await bob.expectEnd(of: offer.id)
+    #expect(end == .completed)
+    #expect(saved.map(\.name).sorted() == ["album/a.jpg", "album/nested/b.jpg", "notes.txt"])
+    #expect(FileFixtures.listing(downloads) == ["album/", "album/a.jpg", "album/nested/", "album/nested/b.jpg", "notes.txt"])
+    for name in ["album/a.jpg", "album/nested/b.jpg", "notes.txt"] {
+      #expect(FileFixtures.blake2b(downloads + "/" + name) == FileFixtures.blake2b(source + "/" + name), "\(name)")
+    }
+    // The sender sent only those: the 3 MB file was not read out.
+    let (sent, files) = try await alice.expectEnd(of: transfer.id)
+    #expect(sent == .completed)
+    #expect(files.map(\.name).sorted() == ["album/a.jpg", "album/nested/b.jpg", "notes.txt"])
+    try await alice.stop()
+    try await bob.stop()
+  }
+
   @Test func aLargeRandomFileKeepsItsHashAndIsSentOnce() async throws {
     let source = FileFixtures.folder()
     let size = 8 << 20

@@ -80,9 +80,9 @@ final class SessionOfferResponder: OfferResponder {
     downloads = session.configuration.downloadsDirectory
   }
 
-  func accept(_ id: TransferID, into directory: String) async throws(TransferError) {
+  func accept(_ id: TransferID, files: Set<Int>?, into directory: String) async throws(TransferError) {
     guard let session else { throw .notRunning }
-    try await session.acceptOffer(id, into: directory)
+    try await session.acceptOffer(id, files: files, into: directory)
   }
 
   func refuse(_ id: TransferID) async { await session?.refuseOffer(id) }

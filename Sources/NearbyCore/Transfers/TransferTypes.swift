@@ -101,7 +101,8 @@ public enum TransferEvent: Hashable, Sendable {
 package protocol OfferResponder: Sendable {
   /// Where ``IncomingOffer/accept()`` puts files.
   var downloads: String? { get }
-  func accept(_ id: TransferID, into directory: String) async throws(TransferError)
+  /// `files`: the indices of the wanted files (nil: all of them).
+  func accept(_ id: TransferID, files: Set<Int>?, into directory: String) async throws(TransferError)
   func refuse(_ id: TransferID) async
 }
 
@@ -128,7 +129,35 @@ public struct IncomingOffer: Hashable, Sendable {
   ///   is not enough free space (the sender is told).
   public func accept(into directory: String) async throws(TransferError) {
     guard let responder else { throw .notFound("the offer \(id.shortHex) is gone") }
-    try await responder.accept(id, into: directory)
+    try await responder.accept(id, files: nil, into: directory)
+  }
+
+  /// Accepts only some of the files: `indices` are positions in ``files`` (from 0). The others
+  /// are not sent; the transfer completes once the chosen ones are verified. Only the chosen
+  /// files count towards the free-space check.
+  /// - Throws: ``TransferError/notFound(_:)`` for an index outside ``files`` or an empty
+  ///   choice (refuse the offer instead), and what ``accept(into:)`` throws.
+  public func accept(only indices: some Sequence<Int>, into directory: String) async throws(TransferError) {
+    guard let responder else { throw .notFound("the offer \(id.shortHex) is gone") }
+    try await responder.accept(id, files: try chosen(indices), into: directory)
+  }
+
+  /// ``accept(only:into:)`` into the session's ``downloads`` folder.
+  public func accept(only indices: some Sequence<Int>) async throws(TransferError) {
+    guard let responder else { throw .notFound("the offer \(id.shortHex) is gone") }
+    guard let directory = responder.downloads else {
+      throw .downloads("no download folder is set: accept into a folder, or set SessionConfiguration.downloadsDirectory")
+    }
+    try await responder.accept(id, files: try chosen(indices), into: directory)
+  }
+
+  private func chosen(_ indices: some Sequence<Int>) throws(TransferError) -> Set<Int> {
+    let set = Set(indices)
+    if let outside = set.sorted().first(where: { !files.indices.contains($0) }) {
+      throw .notFound("the offer \(id.shortHex) has no file \(outside): its files are 0 to \(files.count - 1)")
+    }
+    guard !set.isEmpty else { throw .notFound("no file of the offer \(id.shortHex) was chosen: choose at least one, or refuse the offer") }
+    return set
   }
 
   /// Accepts every file into the session's ``downloads`` folder
@@ -140,7 +169,7 @@ public struct IncomingOffer: Hashable, Sendable {
     guard let directory = responder.downloads else {
       throw .downloads("no download folder is set: accept into a folder, or set SessionConfiguration.downloadsDirectory")
     }
-    try await responder.accept(id, into: directory)
+    try await responder.accept(id, files: nil, into: directory)
   }
 
   /// Refuses the offer (the sender is told).
