@@ -61,12 +61,15 @@ public struct ScreenEntry: Hashable, Sendable {
 /// Whether an own message reached its peers, as the mark on its line shows.
 public enum DeliveryMark: Hashable, Sendable {
   case pending
+  /// Kept by a federated relay until its peer is online (it may still be delivered or expire).
+  case queued
   case delivered
   case failed
 
   public var span: StyledSpan {
     switch self {
     case .pending: StyledSpan(".", .dim)
+    case .queued: StyledSpan("~", TextStyle(foreground: 33))
     case .delivered: StyledSpan("✓", TextStyle(foreground: 32))
     case .failed: StyledSpan("✗", .error)
     }

@@ -39,6 +39,13 @@ extension TerminalChatModel {
       setMark(.failed, on: lines)
       let index = lines.first.flatMap { reference in conversations.firstIndex { $0.id == reference.conversation } } ?? current
       add(styler.entries(for: line, now: now), to: index)
+    case .event(.queued(let id, _)):
+      // Kept for a peer who is offline: marked `~` until it is delivered or expires (.settled),
+      // the notice beside the message.
+      let lines = outgoing[id] ?? []
+      setMark(.queued, on: lines)
+      let index = lines.first.flatMap { reference in conversations.firstIndex { $0.id == reference.conversation } } ?? current
+      add(styler.entries(for: line, now: now), to: index)
     case .event(.invitation(let invitation)):
       add(styler.entries(for: line, now: now), to: 0, alsoFor: invitation.peer.id)
       if current != 0 && conversations[current].id != .peer(invitation.peer.id) { ring(&screen) }

@@ -85,6 +85,21 @@ import Testing
     #expect(chat.lastRow == "[bob] still there?")
   }
 
+  @Test func aMessageQueuedForAnOfflinePeerIsMarkedUntilItIsDelivered() {
+    var chat = Self.connectedChat()
+    chat.type("/query bob\r")
+    chat.receive(.sent(id: 4, text: "when you are back", to: [Fixtures.bob], isPrivate: true))
+    chat.receive(.event(.queued(messageID: 4, to: Fixtures.bob)))
+    #expect(chat.logContent.first == "~ alice: when you are back")
+    // The notice is in bob's conversation, beside the message (wrapped at the terminal's width).
+    #expect(chat.logContent.dropFirst().first == "* queued #4 for bob (12345678): offline,", "\(chat.logContent)")
+    chat.type(Keys.alt("1"))
+    #expect(!chat.logContent.contains { $0.contains("queued") }, "not in everyone's")
+    chat.type(Keys.alt("2"))
+    chat.receive(.settled(DeliveryReport(messageID: 4, recipients: 1, delivered: 1, failures: [])))
+    #expect(chat.logContent.first == "✓ alice: when you are back")
+  }
+
   @Test func ownPrivateMessagesGoToThePeerAndACopyStaysWhereTyped() {
     var chat = Self.connectedChat()
     chat.receive(.sent(id: 3, text: "between us", to: [Fixtures.bob], isPrivate: true))
