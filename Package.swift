@@ -92,7 +92,7 @@ let package = Package(
       name: "NearbyBench",
       dependencies: [
         "Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem", "NearbyFederation",
-        "NearbyLab",
+        "NearbyLab", "NearbyTestSupport",
       ],
       swiftSettings: strict
     ),
@@ -115,7 +115,8 @@ let package = Package(
       swiftSettings: strict
     ),
 
-    // Helpers shared by the test targets (never part of a product).
+    // Helpers shared by the test targets, and the hand-driven hostile peer (SecureTestPeer)
+    // that `nearby bench --only hostile` floods a relay with.
     .target(
       name: "NearbyTestSupport",
       dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbySystem"],

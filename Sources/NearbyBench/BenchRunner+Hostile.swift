@@ -28,6 +28,7 @@ extension BenchRunner {
       row("round trip 64 B, p50, another peer flooding 1 MiB messages", largeFlood.p50, alone.p50),
       row("round trip 64 B, p99, another peer flooding 1 MiB messages", largeFlood.p99, alone.p99),
     ]
+    results += try await rosterFlood()
     guard getenv("NEARBY_AVAHI").map({ String(cString: $0) }) == "1", access("/run/avahi-daemon/socket", F_OK) == 0,
       let executable = BenchRunner.executablePath()
     else {
