@@ -260,6 +260,9 @@ struct NATSBaseline: Sendable {
     return NATSBaseline(first: a, second: b)
   }
 
+  /// `NATS_NO_RESPONDERS`: a request that no subscriber could receive.
+  static let noResponders: UInt32 = 34
+
   /// Requests from n1's client answered by n2's (a subscription that replies).
   func requestReply(_ rounds: Int) async throws -> [Duration] {
     let second = self.second
@@ -272,6 +275,17 @@ struct NATSBaseline: Sendable {
     return try await work.run { () throws(NATSError) -> [Duration] in
       let body = [UInt8](repeating: 0x62, count: 64)
       let clock = ContinuousClock()
+      // n2 has the subscription once flushed, but n1 learns of it over the cluster route a
+      // little later: until then a request finds "no responders" (status 34). Wait for it.
+      let propagated = clock.now + .seconds(10)
+      while true {
+        do throws(NATSError) {
+          _ = try first.request("bench.echo", body, timeout: .seconds(5))
+          break
+        } catch  where error.status == Self.noResponders && clock.now < propagated {
+          usleep(50_000)
+        }
+      }
       var times: [Duration] = []
       let warmUp = min(20, rounds / 5)
       for index in 0..<(rounds + warmUp) {
@@ -286,12 +300,25 @@ struct NATSBaseline: Sendable {
   /// Core publishes from n1's client until n2's subscriber has all of them: messages per second.
   func corePublish(_ count: Int) async throws -> Double {
     let received = Arrivals()
-    let subscription = try second.subscribe("bench.flow") { _ in received.add() }
+    let probes = Arrivals()
+    // Probes (1 byte) until one arrives: n1 learns of n2's subscription over the cluster route
+    // a little after n2 has it, and a core publish before that reaches nobody.
+    let subscription = try second.subscribe("bench.flow") { message in
+      if message.data.count == 1 { probes.add() } else { received.add() }
+    }
     defer { subscription.unsubscribe() }
     let first = self.first
     let second = self.second
     try await work.run { () throws(NATSError) in try second.flush() }
     let clock = ContinuousClock()
+    let propagated = clock.now + .seconds(10)
+    while probes.arrived == 0, clock.now < propagated {
+      try await work.run { () throws(NATSError) in
+        try first.publish("bench.flow", [0])
+        try first.flush()
+      }
+      try await Task.sleep(for: .milliseconds(50))
+    }
     let start = clock.now
     try await work.run { () throws(NATSError) in
       let body = [UInt8](repeating: 0x63, count: 64)
@@ -333,6 +360,7 @@ struct NATSBaseline: Sendable {
 final class Arrivals: Sendable {
   private let count = Atomic<Int>(0)
   func add() { count.add(1, ordering: .relaxed) }
+  var arrived: Int { count.load(ordering: .relaxed) }
 
   func wait(for expected: Int, deadline: ContinuousClock.Instant) async throws {
     while count.load(ordering: .relaxed) < expected {
