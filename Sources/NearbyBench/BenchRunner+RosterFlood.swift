@@ -1,6 +1,5 @@
 import Nearby
 import NearbyCore
-import NearbyCrypto
 import NearbyTestSupport
 import Synchronization
 
@@ -38,7 +37,7 @@ extension BenchRunner {
         if case .message(let message) = event, message.from.id == aliceID { _ = try? await session.send(body, to: .peer(aliceID)) }
       }
     }
-    // alice's round trips, one after another, until `stop` (a flag set from outside).
+    // alice's round trips, one after another: `count` of them, or while `measuring` holds.
     let measuring = Mutex(true)
     func roundTrips(count: Int?) async -> [Duration] {
       var times: [Duration] = []
@@ -57,15 +56,8 @@ extension BenchRunner {
     let alone = Percentiles(await roundTrips(count: rounds))
 
     let mallory = try SecureTestPeer(port: relay.port)
-    try await mallory.handshakeInBackground(
-      payload: SecureTestPeer.helloPayload(
-        Frame.Hello(minVersion: 2, maxVersion: 2, capabilities: .relay, peer: Peer(id: mallory.peerID, name: try DisplayName("mallory")))))
-    mallory.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
-    let accepted = await mallory.readInBackground { $0.contains { if case .accept = $0 { true } else { false } } }
-    guard accepted.frames.contains(where: { if case .accept = $0 { true } else { false } }) else {
-      throw BenchError("the relay did not accept the flooder: \(accepted.frames)")
-    }
-    let entries = Self.madeUpRosterEntries(20_480)
+    try await mallory.joinSession(name: "mallory", capabilities: .relay)
+    let entries = SecureTestPeer.madeUpRosterEntries(20_480, seed: 0x5a)
     let cpuBefore = Self.processCPUTime()
     let flood = Task {
       await mallory.inBackground { mallory in
@@ -107,17 +99,6 @@ extension BenchRunner {
         name: "hostile", figure: "CPU time from the ROSTER flood's first frame until the relay closed the flooder (one process: relay, alice, carol)",
         unit: "ms", ours: (cpuAfter - cpuBefore) * 1000, baseline: nil, baselineName: nil, higherIsBetter: false),
     ]
-  }
-
-  /// `count` made-up peers: random-looking 32-byte keys and the ids they own (no signature is
-  /// checked against a roster key, so they need not be curve points).
-  static func madeUpRosterEntries(_ count: Int) -> [Frame.Roster.Entry] {
-    (0..<count).map { index in
-      var key = [UInt8](repeating: 0x5a, count: 32)
-      withUnsafeBytes(of: UInt32(index).bigEndian) { key.replaceSubrange(0..<4, with: $0) }
-      let id = IdentityPublicKey(bytes: key)!.peerID
-      return Frame.Roster.Entry(peer: Peer(id: id, name: try! DisplayName("fake-\(index)")), hops: 1, publicKey: key)
-    }
   }
 
   /// User plus system CPU seconds of this process so far.

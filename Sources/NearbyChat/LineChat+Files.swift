@@ -74,7 +74,8 @@ extension LineChat {
         return .failure(
           CommandProblem(
             text:
-              "no file of the offer is '\(EventFormatter.sanitize(pattern))' (its files: \(names)\(files.count > 5 ? ", and \(files.count - 5) more" : ""))"
+              "no file of the offer is '\(EventFormatter.sanitize(pattern))' (its files: \(names)\(files.count > 5 ? ", and \(files.count - 5) more" : "")): "
+              + "name a file, a folder or a pattern such as *.jpg, or /receive OFFER for all of them"
           ))
       }
       chosen.formUnion(matches)

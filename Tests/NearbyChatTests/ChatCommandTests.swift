@@ -52,12 +52,16 @@ struct ChatCommandTests {
       choose("*.jpg", "photo.png")
         == .failure(
           CommandProblem(
-            text: "no file of the offer is 'photo.png' (its files: album/a.jpg, album/big.raw, album/nested/b.jpg, notes.txt, album2/c.jpg)")))
+            text:
+              "no file of the offer is 'photo.png' (its files: album/a.jpg, album/big.raw, album/nested/b.jpg, notes.txt, album2/c.jpg): name a file, a folder or a pattern such as *.jpg, or /receive OFFER for all of them"
+          )))
     #expect(
       choose("\u{202E}x")
         == .failure(
           CommandProblem(
-            text: "no file of the offer is '\\u{202E}x' (its files: album/a.jpg, album/big.raw, album/nested/b.jpg, notes.txt, album2/c.jpg)")))
+            text:
+              "no file of the offer is '\\u{202E}x' (its files: album/a.jpg, album/big.raw, album/nested/b.jpg, notes.txt, album2/c.jpg): name a file, a folder or a pattern such as *.jpg, or /receive OFFER for all of them"
+          )))
   }
 
   @Test func unknownCommandsSuggestTheClosestOne() {

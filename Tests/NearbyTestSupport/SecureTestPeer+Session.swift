@@ -10,15 +10,28 @@ import Synchronization
 
 /// What the hostile-peer tests do with a ``SecureTestPeer`` once it is a peer like any other.
 extension SecureTestPeer {
-  /// Runs the handshake as `name`, invites, and waits for the ACCEPT (the other side accepts
-  /// every invitation), all on a thread of its own.
+  /// Runs the handshake as `name` (with `capabilities`: `.relay` to pose as a relay),
+  /// invites, and waits for the ACCEPT (the other side accepts every invitation), all on a
+  /// thread of its own.
   /// - Throws: ``SecureTestPeerError`` when the handshake fails or no ACCEPT comes.
-  package func joinSession(name: String) async throws {
-    try await handshakeInBackground(payload: SecureTestPeer.helloPayload(hello(name: name)))
+  package func joinSession(name: String, capabilities: Capabilities = []) async throws {
+    try await handshakeInBackground(payload: SecureTestPeer.helloPayload(hello(name: name, capabilities: capabilities)))
     write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
     let received = await readInBackground { frames in frames.contains { if case .accept = $0 { true } else { false } } }
     guard received.frames.contains(where: { if case .accept = $0 { true } else { false } }) else {
       throw SecureTestPeerError("no ACCEPT: \(received.frames), closed \(received.closed), \(received.error ?? "-")")
+    }
+  }
+
+  /// `count` made-up peers for ROSTER floods: 32-byte keys (`seed`, then the index) and the
+  /// ids they own, so every entry passes the key check (no signature is ever checked against
+  /// a roster key, so they need not be curve points).
+  package static func madeUpRosterEntries(_ count: Int, seed: UInt8 = 0) -> [Frame.Roster.Entry] {
+    (0..<count).map { index in
+      var key = [UInt8](repeating: seed, count: 32)
+      withUnsafeBytes(of: UInt32(index).bigEndian) { key.replaceSubrange(0..<4, with: $0) }
+      let id = IdentityPublicKey(bytes: key)!.peerID
+      return Frame.Roster.Entry(peer: Peer(id: id, name: try! DisplayName("fake-\(index)")), hops: 1, publicKey: key)
     }
   }
 

@@ -12,17 +12,6 @@ import Testing
 /// the flooder with ERROR `resourceExhausted` naming the limit.
 @Suite("ROSTER floods")
 struct RosterFloodTests {
-  /// `count` made-up peers: random 32-byte keys and the ids they own (no signature is ever
-  /// checked against a roster key, so they need not be curve points).
-  static func madeUpEntries(_ count: Int, seed: UInt8 = 0) -> [Frame.Roster.Entry] {
-    (0..<count).map { index in
-      var key = [UInt8](repeating: seed, count: 32)
-      withUnsafeBytes(of: UInt32(index).bigEndian) { key.replaceSubrange(0..<4, with: $0) }
-      let id = IdentityPublicKey(bytes: key)!.peerID
-      return Frame.Roster.Entry(peer: Peer(id: id, name: try! DisplayName("fake-\(index)")), hops: 1, publicKey: key)
-    }
-  }
-
   /// The relay with alice and carol, and mallory joined as a "relay".
   static func relayWithPeers() async throws -> (relay: RunningSession, alice: RunningSession, carol: RunningSession, mallory: SecureTestPeer) {
     let relay = try await RunningSession.start("relay", policy: .all) { $0.isRelay = true }
@@ -32,10 +21,8 @@ struct RosterFloodTests {
     try await connect(carol, relay)
     _ = try await alice.expect("carol reachable") { if case .reachable(let p, _) = $0, p.id == carol.peer.id { true } else { nil } }
     let mallory = try SecureTestPeer(port: relay.port)
-    try await mallory.handshakeInBackground(payload: AttackTests.hello(mallory, relay: true))
-    mallory.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
-    let accepted = await mallory.readInBackground { $0.contains { if case .accept = $0 { true } else { false } } }
-    #expect(accepted.frames.contains { if case .accept = $0 { true } else { false } }, "\(accepted.frames)")
+    // Throws unless the relay accepts mallory's invitation.
+    try await mallory.joinSession(name: "mallory", capabilities: .relay)
     return (relay, alice, carol, mallory)
   }
 
@@ -56,7 +43,7 @@ struct RosterFloodTests {
     let (relay, alice, carol, mallory) = try await Self.relayWithPeers()
     // 25 frames of 4 096 entries over 20 480 made-up peers (the same peers again and again),
     // more than the 16 384 peers one relay connection may give.
-    let entries = Self.madeUpEntries(20_480)
+    let entries = SecureTestPeer.madeUpRosterEntries(20_480)
     let flood = Task {
       await mallory.inBackground { mallory in
         for round in 0..<25 {
@@ -99,7 +86,7 @@ struct RosterFloodTests {
     try await Task.sleep(for: .milliseconds(300))
     // 6 000 made-up peers in two frames: passed on to each other peer in ceil(6000/4096) = 2
     // frames of additions, not 6 000 frames of one entry.
-    let entries = Self.madeUpEntries(6_000, seed: 7)
+    let entries = SecureTestPeer.madeUpRosterEntries(6_000, seed: 7)
     mallory.write(.roster(Frame.Roster(kind: .add, entries: Array(entries[0..<3000]))))
     mallory.write(.roster(Frame.Roster(kind: .add, entries: Array(entries[3000...]))))
     let seen = await observed.value
