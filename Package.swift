@@ -56,7 +56,7 @@ let package = Package(
     // The public API: `import Nearby`.
     .target(
       name: "Nearby",
-      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem"],
+      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
       swiftSettings: strict
     ),
     // Processes, lines in and out, signals: what the commands, the lab and the tests share.

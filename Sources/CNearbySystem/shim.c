@@ -112,6 +112,14 @@ int nearby_open_fd_count(void) {
   return count - 1;  // the directory stream's own descriptor
 }
 
+int nearby_write_behind(int fd, int64_t offset, int64_t length, int64_t wait_offset, int64_t wait_length) {
+  if (wait_length > 0) {
+    unsigned int flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+    if (sync_file_range(fd, wait_offset, wait_length, flags) != 0) return -1;
+  }
+  return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
+
 long long nearby_resident_bytes(void) {
   FILE *file = fopen("/proc/self/statm", "r");
   if (!file) return -1;

@@ -213,7 +213,8 @@ final class MessageClock: Sendable {
 /// Files for the benchmark, made and removed on threads of their own (never on the pool).
 enum BenchFiles {
   static func temporaryFolder() -> String {
-    var template = Array("/tmp/nearby-bench-XXXXXX".utf8CString)
+    let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+    var template = Array("\(base)/nearby-bench-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
   }
 

@@ -17,12 +17,15 @@ public actor FileReceiveCommand {
     public var acceptFiles: FileAcceptPolicy
     public var timeout: Duration?
     public var json: Bool
-    public init(from: String?, downloads: String, acceptFiles: FileAcceptPolicy, timeout: Duration?, json: Bool) {
+    /// Names, folders or patterns of the files to take (empty: all of them).
+    public var only: [String]
+    public init(from: String?, downloads: String, acceptFiles: FileAcceptPolicy, timeout: Duration?, json: Bool, only: [String] = []) {
       self.from = from
       self.downloads = downloads
       self.acceptFiles = acceptFiles
       self.timeout = timeout
       self.json = json
+      self.only = only
     }
   }
 
@@ -129,6 +132,16 @@ public actor FileReceiveCommand {
         return
       }
       if options.json { output.line(formatter.format(.transfer(news)) ?? "") }
+      var chosen: [Int]?
+      if !options.only.isEmpty {
+        switch LineChat.choose(options.only, in: offer.files, instead: "give other --only values, or none for every file") {
+        case .success(let indices): chosen = indices
+        case .failure(let problem):
+          await offer.refuse()
+          await finish(1, "Error: refused the offer of \(EventFormatter.label(offer.from)): \(problem.text)")
+          return
+        }
+      }
       if options.acceptFiles == .none {
         await offer.refuse()
         await finish(1, "Error: refused the offer of \(EventFormatter.label(offer.from)) (--accept-files none)")
@@ -137,7 +150,8 @@ public actor FileReceiveCommand {
       // This command takes every invitation (only --from's with --from): by the same rule,
       // "all" takes the offer of anyone it would have taken an invitation from.
       if options.acceptFiles != .all {
-        errors.write("* \(EventFormatter.label(offer.from)) offers \(EventFormatter.offerSummary(offer.files)); accept? [y/N] ")
+        let taking = chosen.map { "; taking \($0.count) of them (--only)" } ?? ""
+        errors.write("* \(EventFormatter.label(offer.from)) offers \(EventFormatter.offerSummary(offer.files))\(taking); accept? [y/N] ")
         guard await answer() else {
           await offer.refuse()
           await finish(1, "Error: refused the offer of \(EventFormatter.label(offer.from))")
@@ -146,7 +160,11 @@ public actor FileReceiveCommand {
       }
       taken = offer.id
       do {
-        try await offer.accept(into: options.downloads)
+        if let chosen {
+          try await offer.accept(only: chosen, into: options.downloads)
+        } else {
+          try await offer.accept(into: options.downloads)
+        }
       } catch {
         await finish(1, "Error: \(error)")
       }

@@ -61,7 +61,9 @@ extension LineChat {
   /// The files of an offer that `patterns` name: each pattern is a file's name, a folder of
   /// the offer (everything below it), or a shell pattern (`*.jpg`, `photos/*`). A pattern
   /// that matches nothing is an error naming the offer's first files.
-  package static func choose(_ patterns: [String], in files: [OfferedFile]) -> Result<[Int], CommandProblem> {
+  package static func choose(
+    _ patterns: [String], in files: [OfferedFile], instead: String = "or /receive OFFER for all of them"
+  ) -> Result<[Int], CommandProblem> {
     var chosen = Set<Int>()
     for pattern in patterns {
       let folder = pattern.hasSuffix("/") ? pattern : pattern + "/"
@@ -75,7 +77,7 @@ extension LineChat {
           CommandProblem(
             text:
               "no file of the offer is '\(EventFormatter.sanitize(pattern))' (its files: \(names)\(files.count > 5 ? ", and \(files.count - 5) more" : "")): "
-              + "name a file, a folder or a pattern such as *.jpg, or /receive OFFER for all of them"
+              + "name a file, a folder or a pattern such as *.jpg, \(instead)"
           ))
       }
       chosen.formUnion(matches)

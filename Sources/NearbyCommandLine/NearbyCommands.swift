@@ -213,6 +213,10 @@ public enum NearbyCommands {
     public static let timeout = Common.seconds(
       OptionSpec("timeout", .value(name: "SECONDS"), help: "Give up when no offer came within this long.", default: "wait for ever"),
       in: 0.1...1e7, hint: "give a number of seconds, for example 300")
+    public static let only = Option<String>(
+      OptionSpec(
+        "only", .repeating(name: "FILE"),
+        help: "Receive only these files of the offer: a name, a folder of it, or a pattern such as '*.jpg' (repeatable)."))
 
     public static let spec = CommandSpec(
       name: "receive", abstract: "Wait for one offer of files, receive it, print where each file was saved.",
@@ -222,13 +226,17 @@ public enum NearbyCommands {
         and a line 'y' on stdin accepts it. Files arrive as NAME.part, checked against their
         BLAKE2b, then renamed; nothing is overwritten. Exit 0 once every file is saved (the
         paths on stdout, one per line), 1 on a failure or when refused. Started again with
-        the same state directory, it resumes an interrupted transfer.
+        the same state directory, it resumes an interrupted transfer. With --only, the other
+        files of the offer are left out: the sender never sends them.
         """,
       options: [
-        from.spec, Common.downloads.spec, Common.acceptFiles.spec, name.spec, Common.service.spec, timeout.spec,
+        from.spec, Common.downloads.spec, Common.acceptFiles.spec, only.spec, name.spec, Common.service.spec, timeout.spec,
         Common.reconnectGrace.spec, Common.port.spec, Common.json.spec, Common.stateDirectory.spec,
       ],
-      examples: ["nearby receive --accept-files all", "nearby receive --from alice --downloads /srv/inbox --accept-files all"])
+      examples: [
+        "nearby receive --accept-files all", "nearby receive --from alice --downloads /srv/inbox --accept-files all",
+        "nearby receive --accept-files all --only 'photos/*.jpg' --only notes.txt",
+      ])
   }
 
   public enum Browse {

@@ -56,7 +56,7 @@ struct ReceiveTool: Tool {
     else { throw .usage("there is no download folder (HOME is not set): give --downloads DIR", path: parsed.path) }
     options = FileReceiveCommand.Options(
       from: try parsed.value(Options.from), downloads: downloads, acceptFiles: try parsed.value(NearbyCommands.Common.acceptFiles, default: .ask),
-      timeout: try parsed.value(Options.timeout), json: parsed.isSet(NearbyCommands.Common.json))
+      timeout: try parsed.value(Options.timeout), json: parsed.isSet(NearbyCommands.Common.json), only: try parsed.values(Options.only))
   }
 
   func run(signals: AsyncStream<Int32>?) async -> Int32 {

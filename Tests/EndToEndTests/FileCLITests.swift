@@ -159,6 +159,83 @@ struct FileCLITests {
     #expect(try await Self.b2sum(downloads + "/big.bin") == (try await Self.b2sum(source + "/big.bin")))
   }
 
+  @Test func aSenderKilledAtHalfResumesWhenRestartedWithItsStateDirectory() async throws {
+    let service = LAN.uniqueServiceType().name
+    let source = Repository.temporaryDirectory()
+    let size = 24 << 20
+    Self.randomFile(source + "/big.bin", size: size)
+    let downloads = Repository.temporaryDirectory()
+    let bob = try Self.receive("bob", service, state: Repository.temporaryDirectory(), downloads: downloads, ["--accept-files", "all"])
+    try await bob.expect("ready")
+    let state = Repository.temporaryDirectory()
+    func alice() throws -> PeerProcess {
+      try PeerProcess(
+        "alice",
+        ["send", "--name", "alice", "--service", service, "--state-dir", state, "--to", "bob", "--json", "--rate", "8M", source + "/big.bin"])
+    }
+    let first = try alice()
+    try await bob.expect("offer", where: named("alice"))
+    let half = try await first.expect("transfer", within: .seconds(60)) { ($0["sent"] as? Int ?? 0) >= size / 2 }
+    first.child.terminate(SIGKILL)
+    _ = await first.wait()
+    var sentBefore = half["sent"] as? Int ?? 0
+    while let progress = try? await first.expect("transfer", within: .milliseconds(50)) {
+      sentBefore = max(sentBefore, progress["sent"] as? Int ?? 0)
+    }
+    // The same state directory: the same identity and the same transfer, picked up where
+    // bob's .part ends (bob is not asked again: he sees no second offer).
+    let second = try alice()
+    try await bob.expect("transfer-done", within: .seconds(60))
+    #expect(await bob.wait() == 0)
+    #expect(await second.wait() == 0)
+    #expect(!bob.unconsumed.contains { $0.contains("\"event\":\"offer\"") }, "bob was offered the file again")
+    var sentAfter = 0
+    while let progress = try? await second.expect("transfer", within: .milliseconds(100)) {
+      sentAfter = max(sentAfter, progress["sent"] as? Int ?? 0)
+    }
+    #expect(sentAfter > 0 && sentAfter < size, "the restarted sender sent \(sentAfter) bytes: it should go on, not start over")
+    #expect(Double(sentBefore + sentAfter) < 1.6 * Double(size), "sent \(sentBefore) + \(sentAfter) of \(size)")
+    #expect(try await Self.b2sum(downloads + "/big.bin") == (try await Self.b2sum(source + "/big.bin")))
+  }
+
+  @Test func receiveOnlyTakesTheChosenFilesAndRefusesAChoiceThatMatchesNothing() async throws {
+    let service = LAN.uniqueServiceType().name
+    let source = Repository.temporaryDirectory()
+    Self.randomFile(source + "/trip/a.jpg", size: 5000)
+    Self.randomFile(source + "/trip/notes.txt", size: 300)
+    Self.randomFile(source + "/trip/raw/b.jpg", size: 2 << 20)
+    Self.randomFile(source + "/trip/raw/c.cr2", size: 3 << 20)
+    let downloads = Repository.temporaryDirectory()
+    let bob = try Self.receive(
+      "bob", service, state: Repository.temporaryDirectory(), downloads: downloads,
+      ["--accept-files", "all", "--only", "*.jpg", "--only", "trip/notes.txt"])
+    try await bob.expect("ready")
+    let alice = try Self.send("alice", service, to: "bob", [source + "/trip"])
+    let done = try await bob.expect("transfer-done", within: .seconds(60))
+    #expect(await bob.wait() == 0)
+    #expect(await alice.wait() == 0)
+    let names = (done["files"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
+    #expect(names == ["trip/a.jpg", "trip/notes.txt", "trip/raw/b.jpg"])
+    for name in names ?? [] {
+      #expect(try await Self.b2sum(downloads + "/" + name) == (try await Self.b2sum(source + "/" + name)), "\(name)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: downloads + "/trip/raw/c.cr2"))
+    #expect(!FileManager.default.fileExists(atPath: downloads + "/trip/raw/c.cr2.part"))
+    let sent = try await alice.expect("transfer-done")
+    #expect((sent["files"] as? [Any])?.count == 3, "the sender finished with what was chosen")
+
+    // A choice that names nothing of the offer: refused, with the offer's files in the error.
+    let picky = try Self.receive(
+      "carol", service, state: Repository.temporaryDirectory(), downloads: Repository.temporaryDirectory(),
+      ["--accept-files", "all", "--only", "*.png"])
+    try await picky.expect("ready")
+    let refused = try Self.send("alice", service, to: "carol", [source + "/trip"])
+    #expect(await picky.wait() == 1)
+    let line = try await picky.expectLine(containing: "Error:")
+    #expect(line.contains("'*.png'") && line.contains("trip/a.jpg") && line.contains("--only"), "\(line)")
+    #expect(await refused.wait() == 1)
+  }
+
   @Test func aRefusalEndsTheSenderWithItsReason() async throws {
     let service = LAN.uniqueServiceType().name
     let source = Repository.temporaryDirectory()

@@ -60,6 +60,13 @@ int nearby_set_thread_name(const char *name);
 /// Asks the kernel to SIGKILL this process when its parent exits.
 int nearby_die_with_parent(void);
 
+/// Write-behind for a file being received: starts writing `length` bytes at `offset` to the
+/// disk (sync_file_range SYNC_FILE_RANGE_WRITE) and, when `wait_length` is above 0, first
+/// waits until the range at `wait_offset` has been written (so that at most about two ranges
+/// are dirty, and the final fsync has little left). A file system without writeback (tmpfs)
+/// returns at once. Returns 0 or -1 with errno.
+int nearby_write_behind(int fd, int64_t offset, int64_t length, int64_t wait_offset, int64_t wait_length);
+
 /// The number of open file descriptors of this process (counts /proc/self/fd).
 int nearby_open_fd_count(void);
 

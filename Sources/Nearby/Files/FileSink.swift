@@ -1,3 +1,4 @@
+import CNearbySystem
 import NearbyCore
 import NearbyCrypto
 
@@ -30,8 +31,11 @@ final class FileSink: @unchecked Sendable {
   private let root: Int32
   /// Fixed once made (the I/O thread reads it after ``create(in:entries:)``).
   let entries: [Int: Entry]
-  /// Open `.part` files and their hashes, by file index.
-  private var open: [Int: (fd: Int32, parent: Int32, hasher: FileHasher)] = [:]
+  /// Open `.part` files and their hashes, by file index, with the write-behind's progress:
+  /// the range last handed to the disk starts at `behindStart` and ends at `behindEnd`.
+  private var open: [Int: (fd: Int32, parent: Int32, hasher: FileHasher, behindStart: UInt64, behindEnd: UInt64)] = [:]
+  /// Written bytes handed to the disk at a time while a file arrives (see ``write(_:at:_:)``).
+  static let writeBehind: UInt64 = 8 << 20
   /// Where each verified file was saved (relative to the download folder).
   private(set) var saved: [Int: [String]] = [:]
 
@@ -195,17 +199,32 @@ final class FileSink: @unchecked Sendable {
         offset += UInt64(step)
       }
     }
-    open[index] = (fd, parent, hasher)
+    open[index] = (fd, parent, hasher, have, have)
     return .success(have)
   }
 
   /// Appends bytes to file `index` at `offset` (the transfer writes each file in order).
+  ///
+  /// Write-behind: every ``writeBehind`` bytes the new range is handed to the disk, after
+  /// waiting for the range before it. The disk then works while the file arrives instead of
+  /// all at the end (the `fsync` before the rename found a whole file to write: seconds for a
+  /// large file, with the progress at 100%), and a file arriving faster than the disk takes it
+  /// slows the transfer (this queue waits; its writes pending on the I/O thread stop the
+  /// acknowledgements) instead of filling the page cache with dirty pages.
   func write(_ index: Int, at offset: UInt64, _ data: [UInt8]) -> FileError? {
     guard let file = open[index] else { return FileError("file \(index) is not open") }
     if let code = data.withUnsafeBytes({ FileCalls.write(file.fd, at: offset, $0) }) {
       return .system("cannot write \(display(entries[index]!.path)).part in \(directory)", code)
     }
     file.hasher.update(data)
+    let end = offset + UInt64(data.count)
+    if end >= file.behindEnd + Self.writeBehind {
+      // Errors of the disk show at the fsync in finish(_:expected:); this only schedules.
+      _ = nearby_write_behind(
+        file.fd, Int64(file.behindEnd), Int64(end - file.behindEnd), Int64(file.behindStart), Int64(file.behindEnd - file.behindStart))
+      open[index]!.behindStart = file.behindEnd
+      open[index]!.behindEnd = end
+    }
     return nil
   }
 
