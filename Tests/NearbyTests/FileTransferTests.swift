@@ -118,6 +118,72 @@ struct FileTransferTests {
     try await bob.stop()
   }
 
+  /// Two transfers and chat messages on one connection: the transfers advance together (the
+  /// second is not queued behind the first) and a message sent meanwhile arrives before
+  /// either is done. (How long the message waits is the files benchmark's figure: here the
+  /// window bounds what is ahead of it either way.)
+  @Test func twoTransfersAtOnceShareTheConnectionWithAMessage() async throws {
+    let source = FileFixtures.folder()
+    let size = 24 << 20
+    FileFixtures.write(source + "/one.bin", size: size, seed: 11)
+    FileFixtures.write(source + "/two.bin", size: size, seed: 12)
+    let downloads = FileFixtures.folder()
+    let (alice, bob) = try await Self.pair()
+    let one = try await alice.session.sendFiles(at: [source + "/one.bin"], to: bob.peer.id)
+    let two = try await alice.session.sendFiles(at: [source + "/two.bin"], to: bob.peer.id)
+    #expect(one.id != two.id)
+    for _ in 0..<2 { try await bob.expectOffer().accept(into: downloads) }
+
+    // Once both have bytes here at the same time (the second is not queued behind the first),
+    // a message is sent: it must arrive before either transfer is done.
+    let clock = ContinuousClock()
+    let deadline = clock.now + .seconds(30)
+    var flowing: [UInt64] = []
+    while clock.now < deadline {
+      let receiving = await bob.session.transfers.filter { $0.progress.direction == .receive }.map(\.progress.bytes)
+      if receiving.count == 2, receiving.allSatisfy({ $0 >= 1 << 20 }) {
+        flowing = receiving
+        break
+      }
+      try await Task.sleep(for: .milliseconds(2))
+    }
+    #expect(flowing.count == 2, "the two transfers were never seen flowing at once")
+    #expect(flowing.allSatisfy { $0 < UInt64(size) }, "\(flowing)")
+    _ = try await alice.session.send(Array("while files flow".utf8), to: .peer(bob.peer.id))
+
+    enum Seen: Sendable {
+      case message(String)
+      case finished(TransferID, TransferEnd)
+    }
+    var ended: [TransferID: TransferEnd] = [:]
+    var endedBeforeMessage: Int?
+    while ended.count < 2 || endedBeforeMessage == nil {
+      let seen = try await bob.expect("both transfers and the message", within: .seconds(60)) { event -> Seen? in
+        switch event {
+        case .message(let message): .message(String(decoding: message.body, as: UTF8.self))
+        case .transfer(.finished(let id, _, .receive, let end, _)): .finished(id, end)
+        default: nil
+        }
+      }
+      switch seen {
+      case .message(let text):
+        #expect(text == "while files flow")
+        endedBeforeMessage = ended.count
+      case .finished(let id, let end):
+        ended[id] = end
+      }
+    }
+    #expect(ended[one.id] == .completed && ended[two.id] == .completed)
+    #expect(endedBeforeMessage == 0, "the message arrived after \(endedBeforeMessage ?? -1) transfer(s) ended")
+    #expect(await one.result() == .completed)
+    #expect(await two.result() == .completed)
+    for name in ["one.bin", "two.bin"] {
+      #expect(FileFixtures.blake2b(downloads + "/" + name) == FileFixtures.blake2b(source + "/" + name), "\(name)")
+    }
+    try await alice.stop()
+    try await bob.stop()
+  }
+
   @Test func aRefusedOfferEndsOnBothSides() async throws {
     let source = FileFixtures.folder()
     FileFixtures.write(source + "/a.txt", text: "no thanks")
