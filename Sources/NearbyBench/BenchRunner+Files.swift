@@ -1,4 +1,5 @@
 import CNearbySystem
+import Dispatch
 import Nearby
 import NearbySystem
 import Synchronization
@@ -38,6 +39,12 @@ extension BenchRunner {
     let raw = try await BenchFiles.offPool { try BenchFiles.sendfileOneWay(source) }
     progress("files: \(label) into a receiving process (nearby receive), its resident memory")
     let growth = try await receiverGrowth(source, into: folder + "/child")
+    let relayedSize = min(size, 256 << 20)
+    let relayedLabel = relayedSize == size ? label : "256 MiB"
+    let relayedSource = relayedSize == size ? source : folder + "/relayed.bin"
+    if relayedSize != size { try await BenchFiles.offPool { try BenchFiles.write(relayedSource, size: relayedSize) } }
+    progress("files: \(relayedLabel) through a relay process (nearby relay), its resident memory")
+    let relayed = try await relayedTransfer(relayedSource, size: relayedSize, into: folder + "/relayed")
     await BenchFiles.remove(folder)
 
     func megabytes(_ time: Duration) -> Double { Double(size) / time.seconds / 1e6 }
@@ -62,6 +69,12 @@ extension BenchRunner {
       BenchmarkResult(
         name: "files", figure: "receiver's resident memory growth, \(label)", unit: "MB", ours: Double(growth) / 1e6, baseline: nil,
         baselineName: nil, higherIsBetter: false),
+      BenchmarkResult(
+        name: "files", figure: "\(relayedLabel) file through a relay process", unit: "MB/s", ours: Double(relayedSize) / relayed.time.seconds / 1e6,
+        baseline: megabytes(transfer.time), baselineName: "the \(label) file, direct", higherIsBetter: true),
+      BenchmarkResult(
+        name: "files", figure: "relay's resident memory growth, \(relayedLabel) through it", unit: "MB", ours: Double(relayed.growth) / 1e6,
+        baseline: nil, baselineName: nil, higherIsBetter: false),
     ]
   }
 
@@ -179,7 +192,7 @@ extension BenchRunner {
       throw BenchError("the receiving process did not start")
     }
     try await Task.sleep(for: .milliseconds(300))
-    let before = BenchFiles.memory(of: child.pid).resident
+    let sampler = ResidentSampler(pid: child.pid)
     let a = try await LocalSession.start("bench-sender")
     let aSession = a.session
     var events = aSession.events.makeAsyncIterator()
@@ -192,14 +205,120 @@ extension BenchRunner {
     let drain = Task(executorPreference: aSession.executor) { while await events.next() != nil {} }
     let outgoing = try await aSession.sendFiles(at: [source], to: receiver!.id)
     let end = await outgoing.result()
-    let peak = BenchFiles.memory(of: child.pid).peak
+    let growth = sampler.stop()
     _ = await child.wait()
     reading.cancel()
     drain.cancel()
     await a.stop()
     await BenchFiles.remove(state)
     guard end == .completed else { throw BenchError("the transfer to the receiving process did not complete: \(end.map { "\($0)" } ?? "stopped")") }
-    return max(0, peak - before)
+    return growth
+  }
+
+  /// Sends the file from alice to carol (both here) through a `nearby relay` process that
+  /// both are connected to: the relayed transfer's rate (every chunk sealed end to end for
+  /// carol, acknowledged through the relay), and how much the relay's resident memory grew.
+  func relayedTransfer(_ source: String, size: Int, into downloads: String) async throws -> (time: Duration, growth: Int) {
+    guard let executable = BenchRunner.executablePath() else { throw BenchError("cannot find the nearby executable for the relay") }
+    let state = BenchFiles.temporaryFolder()
+    var pipe: [Int32] = [0, 0]
+    guard Glibc.pipe(&pipe) == 0 else { throw BenchError("pipe failed") }
+    let relay = try ChildProcess(
+      executable,
+      ["relay", "--name", "bench-relay", "--state-dir", state, "--service", "nearby-bench", "--log-level", "info"],
+      environment: ["PATH": "/usr/bin:/bin", "AVAHI_COMPAT_NOWARN": "1"], standardInput: .null, standardOutput: .descriptor(pipe[1]),
+      standardError: .descriptor(pipe[1]))
+    close(pipe[1])
+    var lines = LineReader.lines(fd: pipe[0], closeAtEnd: true).makeAsyncIterator()
+    var port: UInt16?
+    while let line = await lines.next() {
+      if line.contains("event=listening"), let range = line.firstRange(of: "port=") {
+        port = UInt16(line[range.upperBound...].prefix { $0.isNumber })
+        break
+      }
+    }
+    let output = lines
+    let reading = Task {
+      var rest = output
+      while await rest.next() != nil {}
+    }
+    defer { reading.cancel() }
+    guard let port else {
+      relay.terminate(SIGKILL)
+      _ = await relay.wait()
+      throw BenchError("the relay process did not start")
+    }
+    let alice = try await LocalSession.start("bench-alice")
+    let carol = try await LocalSession.start("bench-carol")
+    let relayAt = Endpoint(host: "127.0.0.1", port: port)
+    var aliceEvents = alice.session.events.makeAsyncIterator()
+    await alice.session.invite(endpoints: [relayAt])
+    await carol.session.invite(endpoints: [relayAt])
+    let carolID = carol.peer.id
+    while let event = await aliceEvents.next() {
+      if case .reachable(let peer, _) = event, peer.id == carolID { break }
+      if case .error(.connectFailed(_, let detail)) = event { throw BenchError("alice could not reach the relay: \(detail)") }
+    }
+    let carolSession = carol.session
+    let receiving = Task(executorPreference: carolSession.executor) {
+      for await event in carolSession.events {
+        if case .transfer(.offer(let offer)) = event { try? await offer.accept(into: downloads) }
+      }
+    }
+    let aliceSession = alice.session
+    let events = aliceEvents
+    let drain = Task(executorPreference: aliceSession.executor) {
+      var rest = events
+      while await rest.next() != nil {}
+    }
+    try await Task.sleep(for: .milliseconds(200))
+    let sampler = ResidentSampler(pid: relay.pid)
+    let clock = ContinuousClock()
+    let start = clock.now
+    let outgoing = try await alice.session.sendFiles(at: [source], to: carolID)
+    let end = await outgoing.result()
+    let time = clock.now - start
+    let growth = sampler.stop()
+    receiving.cancel()
+    drain.cancel()
+    await alice.stop()
+    await carol.stop()
+    relay.terminate(SIGTERM)
+    _ = await relay.wait()
+    await BenchFiles.remove(state)
+    guard end == .completed else { throw BenchError("the relayed transfer did not complete: \(end.map { "\($0)" } ?? "stopped")") }
+    return (time, growth)
+  }
+}
+
+/// Samples a process's resident memory (VmRSS) every 10 ms on a thread of its own, from
+/// now until ``stop()``: the most it grew by. (VmHWM would also count what the process
+/// peaked at while it started, before the sampling.)
+final class ResidentSampler: Sendable {
+  private let state = Mutex<(running: Bool, before: Int, most: Int)>((true, 0, 0))
+  private let finished = DispatchSemaphore(value: 0)
+
+  init(pid: pid_t) {
+    let before = BenchFiles.memory(of: pid).resident
+    state.withLock {
+      $0.before = before
+      $0.most = before
+    }
+    Thread { [self] in
+      while state.withLock({ $0.running }) {
+        let now = BenchFiles.memory(of: pid).resident
+        state.withLock { $0.most = max($0.most, now) }
+        usleep(10_000)
+      }
+      finished.signal()
+    }.start()
+  }
+
+  /// Stops the sampling: bytes the resident memory grew by at most.
+  func stop() -> Int {
+    state.withLock { $0.running = false }
+    finished.wait()
+    return state.withLock { max(0, $0.most - $0.before) }
   }
 }
 
@@ -298,7 +417,8 @@ enum BenchFiles {
     var resident = 0
     var peak = 0
     for line in String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n") {
-      let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+      // "VmRSS:\t  12345 kB": a tab after the key, then spaces.
+      let fields = line.split(omittingEmptySubsequences: true) { $0 == " " || $0 == "\t" }
       guard fields.count >= 2, let kilobytes = Int(fields[1]) else { continue }
       if fields[0] == "VmRSS:" { resident = kilobytes * 1024 }
       if fields[0] == "VmHWM:" { peak = kilobytes * 1024 }
