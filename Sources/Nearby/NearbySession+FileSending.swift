@@ -137,7 +137,7 @@ extension NearbySession {
   /// allow; asks to be called again when the queue drains.
   func pump(_ id: TransferID) {
     guard let transfer = files.outgoing[id], !transfer.state.paused, transfer.state.phase == .sending else { return }
-    guard case .success(let route) = machine.transferRoute(to: transfer.peer.id), let connection = connections[route.connection] else {
+    guard case .success(let route) = inspect({ $0.transferRoute(to: transfer.peer.id) }), let connection = connections[route.connection] else {
       transferPeerLost(transfer.peer.id)
       return
     }

@@ -132,7 +132,7 @@ extension NearbySession {
   /// A connection's queue drained: transfers routed on it add chunks.
   func transferConnectionReady(_ id: ConnectionID) {
     for transfer in Array(files.outgoing.keys) {
-      guard let outgoing = files.outgoing[transfer], case .success(let route) = machine.transferRoute(to: outgoing.peer.id),
+      guard let outgoing = files.outgoing[transfer], case .success(let route) = inspect({ $0.transferRoute(to: outgoing.peer.id) }),
         route.connection == id
       else { continue }
       pump(transfer)
@@ -146,7 +146,7 @@ extension NearbySession {
   /// - Returns: whether it was queued (without a route it is dropped: the resume repairs it).
   @discardableResult
   func sendFileFrame(_ body: TransferFrame.Body, _ id: TransferID, to peer: PeerID) -> Bool {
-    guard case .success(let route) = machine.transferRoute(to: peer), let connection = connections[route.connection] else { return false }
+    guard case .success(let route) = inspect({ $0.transferRoute(to: peer) }), let connection = connections[route.connection] else { return false }
     let frame = Frame.file(TransferFrame(id, body))
     let result: TCPConnection.QueueResult
     switch route {

@@ -81,7 +81,7 @@ extension NearbySession {
         let current = session.now
         session.machine.tick(now: current, into: &actions)
         session.perform(actions)
-        let next = session.machine.nextDeadline.map { min(max($0 - current, .milliseconds(5)), .milliseconds(250)) }
+        let next = session.inspect({ $0.nextDeadline }).map { min(max($0 - current, .milliseconds(5)), .milliseconds(250)) }
         session.scheduleTick(after: next ?? .milliseconds(250))
       }
     }

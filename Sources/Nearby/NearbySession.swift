@@ -40,6 +40,8 @@ public actor NearbySession {
   nonisolated let loop: EventLoop
   nonisolated let taskExecutor: EventLoopTaskExecutor
   nonisolated let hub: EventHub
+  /// The session's state. Read it through ``inspect(_:)`` in code that runs per message: a
+  /// non-mutating method called on it directly copies the whole struct first.
   var machine: SessionStateMachine
   let start = ContinuousClock.now
   var listener: TCPListener?
@@ -315,7 +317,7 @@ public actor NearbySession {
   /// The instance name the daemon registered, once advertised.
   public var advertisedName: String? { advertiser?.name }
   /// What we know of a peer.
-  public func peer(_ id: PeerID) -> Peer? { machine.peer(id) }
+  public func peer(_ id: PeerID) -> Peer? { inspect { $0.peer(id) } }
 
   /// Changes the accept policy (for example after a SIGHUP reload of an allow-list).
   public func setAcceptPolicy(_ policy: AcceptPolicy, allowList: Set<PeerID>) {
