@@ -29,7 +29,7 @@ public struct DiscoveryEvents<Element: Sendable>: AsyncSequence, Sendable {
       self.extract = extract
     }
 
-    func next() async -> Element? {
+    nonisolated(nonsending) func next() async -> Element? {
       while let event = await hub.next(id) {
         if let element = extract(event) { return element }
       }

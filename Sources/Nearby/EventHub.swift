@@ -156,7 +156,7 @@ final class EventHub: Sendable {
 
   /// The subscriber's next event, waiting for one; `nil` once the hub finished and the
   /// buffer is empty.
-  func next(_ subscriber: UInt64) async -> Element? {
+  nonisolated(nonsending) func next(_ subscriber: UInt64) async -> Element? {
     if let ready = takeBuffered(subscriber) { return ready.element }
     return await withUnsafeContinuation { continuation in
       var notify = false

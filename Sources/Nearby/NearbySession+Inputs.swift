@@ -6,7 +6,8 @@ import NearbyTransport
 /// actions are carried out. Everything here runs on the session's I/O thread.
 extension NearbySession {
   func handle(_ event: TransportEvent) {
-    var actions: [SessionAction] = []
+    var actions = takeActions()
+    defer { recycle(&actions) }
     switch event {
     case .accepted(let connection):
       if shutdownRequested {
@@ -102,7 +103,8 @@ extension NearbySession {
   func acknowledgeTaken() {
     let claims = hub.takeSettledClaims()
     guard !claims.isEmpty else { return }
-    var actions: [SessionAction] = []
+    var actions = takeActions()
+    defer { recycle(&actions) }
     machine.acknowledge(claims.map(\.taken), now: now, into: &actions)
     // Per connection, not per claim (a batch is usually thousands of one connection's).
     var index = 0
@@ -132,7 +134,11 @@ extension NearbySession {
   // MARK: Performing actions
 
   func perform(_ actions: [SessionAction]) {
-    var delivered: [(HubEvent, MessageClaim?)] = []
+    var delivered = spareBatch
+    spareBatch = []
+    defer {
+      if delivered.capacity <= Self.spareCapacity { spareBatch = delivered }
+    }
     // Received messages are counted per run of one connection's, not one by one.
     var counting: (connection: ConnectionID, messages: Int, bytes: Int)?
     for action in actions {
@@ -168,6 +174,13 @@ extension NearbySession {
           }
         }
       case .emit(let event):
+        if case .delivered = event {
+          // Acknowledgements come by the hundred (one DELIVERED answers a batch): they reach
+          // the hub in one publish with the messages around them. (``emit(_:)`` has nothing
+          // else to do for them.)
+          delivered.append((.session(event), nil))
+          continue
+        }
         flush(&delivered)
         emit(event)
       case .deliver(let message, let connection):
@@ -194,6 +207,25 @@ extension NearbySession {
     wakeIdleWaitersIfSettled()
     if !windowWaiters.isEmpty { wakeWindowWaitersWithRoom() }
   }
+
+  /// An empty action list, with the storage of an earlier one when there is one: a
+  /// DELIVERED answers up to a thousand messages, and lists of that size, made afresh for each
+  /// frame, cost a page fault for every 4 KiB (glibc maps allocations of 128 KiB and more
+  /// anew each time). Calls may nest; an inner one gets a new list.
+  func takeActions() -> [SessionAction] {
+    var actions: [SessionAction] = []
+    swap(&actions, &spareActions)
+    return actions
+  }
+
+  /// Gives a list from ``takeActions()`` back, emptied, unless it grew beyond what is worth keeping.
+  func recycle(_ actions: inout [SessionAction]) {
+    actions.removeAll(keepingCapacity: true)
+    if actions.capacity <= Self.spareCapacity, actions.capacity > spareActions.capacity { swap(&actions, &spareActions) }
+  }
+
+  /// The largest list kept between calls (a frame turn delivers at most 1024 frames).
+  static var spareCapacity: Int { 4096 }
 
   /// Publishes a run of received messages at once (one lock of the hub per batch).
   private func flush(_ delivered: inout [(HubEvent, MessageClaim?)]) {

@@ -31,7 +31,7 @@ extension NearbySession {
   /// - Throws: ``SendError`` when nothing was sent: nobody reachable, a body too large,
   ///   the session not running.
   @discardableResult
-  public nonisolated func send(_ body: [UInt8], to recipients: Recipients = .all) async throws(SendError) -> MessageID {
+  public nonisolated(nonsending) func send(_ body: [UInt8], to recipients: Recipients = .all) async throws(SendError) -> MessageID {
     if loop.inLoop {
       switch attemptSendOnLoop(body, to: recipients) {
       case .sent(let id): return id
@@ -162,7 +162,8 @@ extension NearbySession {
     if !full.isEmpty { return .mustWait(full) }
     let windows = inspect { $0.fullWindows(routing) }
     if !windows.isEmpty { return .mustWaitForWindows(windows) }
-    var actions: [SessionAction] = []
+    var actions = takeActions()
+    defer { recycle(&actions) }
     do {
       let (id, _) = try machine.sendMessage(body, routing: routing, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
       perform(actions)

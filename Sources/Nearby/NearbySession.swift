@@ -79,6 +79,9 @@ public actor NearbySession {
   /// Where a federated relay's ``FederationOutput``s go (NearbySession+Federation).
   var federationLink: (any FederationLink)?
   nonisolated let shutdownGate = Gate()
+  /// Storage kept between the per-message calls (see ``takeActions()``).
+  var spareActions: [SessionAction] = []
+  var spareBatch: [(HubEvent, MessageClaim?)] = []
 
   enum RunState { case idle, running, stopped }
 

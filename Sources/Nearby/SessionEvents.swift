@@ -47,7 +47,7 @@ public struct SessionEvents: AsyncSequence, Sendable {
       self.id = hub.subscribe()
     }
 
-    func next() async -> SessionEvent? {
+    nonisolated(nonsending) func next() async -> SessionEvent? {
       while let event = await hub.next(id) {
         if case .session(let event) = event { return event }
       }

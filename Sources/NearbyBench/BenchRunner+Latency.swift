@@ -1,5 +1,9 @@
 import Nearby
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 extension BenchRunner {
   func latency() async throws -> [BenchmarkResult] {
     let rounds = quick ? 1000 : 10_000
@@ -15,6 +19,15 @@ extension BenchRunner {
     var pooledTimes: [Duration] = []
     var rawTimes: [Duration] = []
     let rawFrame = frame(body: 64)
+    if let profile = getenv("NEARBY_BENCH_PROFILE"), String(cString: profile) == "latency" {
+      // Profiling our side only: round trips with events on the session's executor.
+      let times = Percentiles(try await roundTrips(rounds, onSessionExecutor: true))
+      return [
+        BenchmarkResult(
+          name: "latency", figure: "round trip 64 B, p50", unit: "µs", ours: times.p50.microseconds, baseline: nil, baselineName: nil,
+          higherIsBetter: false)
+      ]
+    }
     for _ in 0..<blocks {
       onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
       pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: .microseconds(200))

@@ -106,8 +106,26 @@ extension SessionStateMachine {
   }
 
   /// Where a message to `recipients` would go now. - Throws: when nobody can be reached.
-  package func routing(_ recipients: Recipients) throws(SendError) -> Routing {
+  ///
+  /// `mutating` only to read the records in place (it changes nothing): this runs for every
+  /// message sent.
+  package mutating func routing(_ recipients: Recipients) throws(SendError) -> Routing {
     var routing = Routing()
+    if case .peers(let ids) = recipients, ids.count == 1, let session = updatePeer(ids[0], { $0.session }) ?? nil,
+      let isRelay = updatePeer(ids[0], { $0.isRelay }), updateConnection(session, { $0.peerID }) == ids[0]
+    {
+      // One peer with a session of its own, the usual case: what the loops below would
+      // find, in arrays that share their storage (one allocation instead of six).
+      let connection = [session]
+      routing.addressed = ids
+      routing.direct = connection
+      routing.targets = connection
+      if !isRelay {
+        routing.expected = ids
+        routing.answering = connection
+      }
+      return routing
+    }
     switch recipients {
     case .all:
       // Everyone: every peer with a session (relays are not chat participants), and every
@@ -151,7 +169,7 @@ extension SessionStateMachine {
     }
     for id in routing.direct {
       // A direct session expects an acknowledgement from its peer (relays do not consume).
-      guard let peerID = connection(id, { $0.peerID }) ?? nil, peerRecord(peerID, { $0.isRelay }) != true else { continue }
+      guard let peerID = updateConnection(id, { $0.peerID }) ?? nil, updatePeer(peerID, { $0.isRelay }) != true else { continue }
       if !routing.addressed.isEmpty, !routing.addressed.contains(peerID) { continue }
       routing.expected.append(peerID)
       routing.answering.append(id)
@@ -162,7 +180,7 @@ extension SessionStateMachine {
   }
 
   /// The peers a message to `recipients` would reach now and that would answer.
-  package func expectedRecipients(_ recipients: Recipients) -> [Peer] {
+  package mutating func expectedRecipients(_ recipients: Recipients) -> [Peer] {
     guard let routing = try? routing(recipients) else { return [] }
     return routing.expected.compactMap { peers[$0]?.peer }
   }
@@ -193,15 +211,21 @@ extension SessionStateMachine {
     let messageID = nextMessageID
     nextMessageID &+= 1
     let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: routing.addressed, body: body)
-    for id in routing.targets { updateConnection(id) { $0.machine?.noteSent(now: now) } }
-    for id in routing.answering { updateConnection(id) { $0.unacked.append(message) } }
+    // (The connections that answer are among the targets.)
+    for id in routing.targets {
+      let answers = routing.answering.contains(id)
+      updateConnection(id) { record in
+        record.machine?.noteSent(now: now)
+        if answers { record.unacked.append(message) }
+      }
+    }
     for peerID in routing.suspended { reconnection.sessions[peerID]?.suspension?.window.append(message) }
     var failures = routing.unreachable.map { DeliveryFailure(peerID: $0, peer: peers[$0]?.peer, reason: .notConnected) }
     // Through each relay: one envelope for the recipients behind it, which only they can
     // open and nobody but us can have written.
     var sealed: [(Frame.Message, ConnectionID)] = []
     var relayed = routing.relayed
-    for route in Set(routing.relayed.values).sorted() {
+    for route in routing.relayed.isEmpty ? [] : Set(routing.relayed.values).sorted() {
       let recipients = routing.relayed.filter { $0.value == route }.map(\.key).sorted()
       let header = EnvelopeHeader(origin: localPeer.id, messageID: messageID, timestamp: timestamp, recipients: recipients)
       let keys = recipients.map { peers[$0]?.publicKey ?? [] }
@@ -220,7 +244,7 @@ extension SessionStateMachine {
       actions.append(
         .emit(.error(.undelivered(messageID: MessageID(rawValue: messageID), peer: failure.peer, peerID: failure.peerID, reason: failure.reason))))
     }
-    let expected = routing.expected.filter { relayed[$0] != nil || routing.relayed[$0] == nil }
+    let expected = routing.relayed.isEmpty ? routing.expected : routing.expected.filter { relayed[$0] != nil || routing.relayed[$0] == nil }
     if let report = ledger.record(messageID, recipients: expected.count + failures.count, failures: failures), reportsSettlements {
       actions.append(.settled(report))
     }
@@ -290,7 +314,7 @@ extension SessionStateMachine {
     // An envelope: written by someone else and passed on by a relay, or, at a relay, sent by
     // its origin for peers behind us. Anything else is direct.
     let forOthers = isRelay && !message.recipients.isEmpty && !message.recipients.contains(localPeer.id)
-    guard message.sender == connection(id, { $0.peerID }) ?? nil, !forOthers else {
+    guard message.sender == updateConnection(id, { $0.peerID }) ?? nil, !forOthers else {
       deliverRelayed(message, on: id, into: &actions)
       return
     }
@@ -314,7 +338,7 @@ extension SessionStateMachine {
       actions.append(.send(id, .undeliverable(report)))
       return
     }
-    guard let from = peerRecord(message.sender, { $0.peer }) else { return }
+    guard let from = updatePeer(message.sender, { $0.peer }) else { return }
     let received = ReceivedMessage(
       id: MessageID(rawValue: message.id), from: from, isPrivate: message.isPrivate, timestamp: message.timestamp, body: message.body)
     actions.append(.deliver(received, from: id))
@@ -375,8 +399,8 @@ extension SessionStateMachine {
       routeTowardOrigin(delivered.origin, .delivered(delivered), from: id, into: &actions)
       return
     }
-    guard let peer = peers[delivered.recipient]?.peer else { return }
-    if delivered.recipient != connection(id, { $0.peerID }) ?? nil {
+    guard let peer = updatePeer(delivered.recipient, { $0.peer }) else { return }
+    if delivered.recipient != updateConnection(id, { $0.peerID }) ?? nil {
       // Passed on by a relay: only the recipient's signature makes it a receipt.
       let key = peers[delivered.recipient]?.publicKey ?? []
       guard let signature = delivered.signature,
@@ -388,9 +412,10 @@ extension SessionStateMachine {
         return
       }
     }
-    let direct = peers[delivered.recipient]?.session
+    // The session's record, found once for the whole batch (nothing below adds or removes connections).
+    let direct = (updatePeer(delivered.recipient, { $0.session }) ?? nil).flatMap { connections.index(forKey: $0) }
     for messageID in delivered.ids {
-      if let direct, updateConnection(direct, { $0.unacked.remove(messageID) }) == true {
+      if let direct, connections.values[direct].unacked.remove(messageID) {
         noteDelivered(messageID, peer, into: &actions)
       } else if relayPending[messageID]?.removeValue(forKey: delivered.recipient) != nil {
         if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
@@ -417,12 +442,12 @@ extension SessionStateMachine {
     }
     for group in groups {
       // A receipt that a relay carries back is signed, so that the origin can trust it.
-      noteTaken(origin: group.origin, ids: group.ids, relayed: connection(group.connection, { $0.peerID }) ?? nil != group.origin)
+      noteTaken(origin: group.origin, ids: group.ids, relayed: updateConnection(group.connection, { $0.peerID }) ?? nil != group.origin)
       // A resumed session acknowledges on its current connection (none while it waits).
       guard let route = acknowledgementRoute(group.connection, origin: group.origin, last: group.ids[group.ids.count - 1]),
         updateConnection(route, { $0.machine?.state == .connected }) == true
       else { continue }
-      let relayed = connection(route, { $0.peerID }) ?? nil != group.origin
+      let relayed = updateConnection(route, { $0.peerID }) ?? nil != group.origin
       var start = 0
       while start < group.ids.count {
         let end = min(start + ProtocolLimits.maximumDeliveredIDs, group.ids.count)
@@ -445,14 +470,25 @@ extension SessionStateMachine {
     return body(&connections.values[index])
   }
 
-  /// Reads one part of a connection's record without copying the record.
+  /// In-place access to a peer's record: to read one part of it on the per-message paths too
+  /// (a dictionary's getter copies the whole value, a retain and a release of each of its
+  /// fields, even to read one of them).
+  @inline(__always) @discardableResult
+  mutating func updatePeer<R>(_ id: PeerID, _ body: (inout PeerRecord) -> R) -> R? {
+    guard let index = peers.index(forKey: id) else { return nil }
+    return body(&peers.values[index])
+  }
+
+  /// Reads one part of a connection's record (the getter copies the record: on the
+  /// per-message paths, read through ``updateConnection(_:_:)``).
   @inline(__always)
   func connection<R>(_ id: ConnectionID, _ read: (borrowing ConnectionRecord) -> R) -> R? {
     guard let index = connections.index(forKey: id) else { return nil }
     return read(connections.values[index])
   }
 
-  /// Reads one part of a peer's record without copying the record.
+  /// Reads one part of a peer's record (the getter copies the record: on the per-message
+  /// paths, read through ``updatePeer(_:_:)``).
   @inline(__always)
   func peerRecord<R>(_ id: PeerID, _ read: (borrowing PeerRecord) -> R) -> R? {
     guard let index = peers.index(forKey: id) else { return nil }

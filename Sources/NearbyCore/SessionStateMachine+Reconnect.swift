@@ -92,11 +92,13 @@ extension SessionStateMachine {
   }
 
   /// The resend windows of a message's recipients that are full: the sender waits.
-  package func fullWindows(_ routing: Routing) -> [PeerID] {
+  package mutating func fullWindows(_ routing: Routing) -> [PeerID] {
     let limit = configuration.resendWindowBytes
     var full: [PeerID] = []
     for id in routing.answering {
-      guard let (peerID, bytes) = connection(id, { ($0.peerID, $0.unacked.keepsMessages ? $0.unacked.byteCount : 0) }), let peerID else { continue }
+      guard let (peerID, bytes) = updateConnection(id, { ($0.peerID, $0.unacked.keepsMessages ? $0.unacked.byteCount : 0) }), let peerID else {
+        continue
+      }
       if bytes >= limit { full.append(peerID) }
     }
     for peerID in routing.suspended where (reconnection.sessions[peerID]?.suspension?.window.byteCount ?? 0) >= limit {
@@ -111,6 +113,9 @@ extension SessionStateMachine {
     guard let session = peers[peerID]?.session, let bytes = connection(session, { $0.unacked.byteCount }) else { return true }
     return bytes < configuration.resendWindowBytes
   }
+
+  /// Reads a session's flag in place (the dictionary's getter copies the whole record).
+  private static func isResumable(_ session: inout SessionContinuity) -> Bool { session.resumable }
 
   // MARK: Beginning, losing and ending
 
@@ -363,17 +368,23 @@ extension SessionStateMachine {
   /// A direct message from the session's peer: remembered as received, or dropped as a copy
   /// of one received before the connection changed. - Returns: whether to deliver it.
   mutating func admitDirect(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) -> Bool {
-    guard let index = reconnection.sessions.index(forKey: message.sender), reconnection.sessions.values[index].resumable,
-      peerRecord(message.sender, { $0.session }) == id
-    else { return true }
-    if let last = reconnection.sessions.values[index].received, SerialNumber.isAtOrBefore(message.id, last) {
+    guard let index = reconnection.sessions.index(forKey: message.sender), updatePeer(message.sender, { $0.session }) == id else { return true }
+    // In place: this runs for every message received (the getter would copy the record).
+    return Self.admit(message, on: id, local: localPeer.id, &reconnection.sessions.values[index], into: &actions)
+  }
+
+  private static func admit(
+    _ message: Frame.Message, on id: ConnectionID, local: PeerID, _ session: inout SessionContinuity, into actions: inout [SessionAction]
+  ) -> Bool {
+    guard session.resumable else { return true }
+    if let last = session.received, SerialNumber.isAtOrBefore(message.id, last) {
       // Its application took it already: say so again (the first DELIVERED may be lost).
-      if let taken = reconnection.sessions.values[index].taken, SerialNumber.isAtOrBefore(message.id, taken) {
-        actions.append(.send(id, .delivered(Frame.Delivered(origin: message.sender, recipient: localPeer.id, ids: [message.id]))))
+      if let taken = session.taken, SerialNumber.isAtOrBefore(message.id, taken) {
+        actions.append(.send(id, .delivered(Frame.Delivered(origin: message.sender, recipient: local, ids: [message.id]))))
       }
       return false
     }
-    reconnection.sessions.values[index].received = message.id
+    session.received = message.id
     return true
   }
 
@@ -382,8 +393,8 @@ extension SessionStateMachine {
   /// remembers what its application took for the next RESUME. - Returns: the connection to
   /// send DELIVERED on, or nil when the session has none now.
   mutating func acknowledgementRoute(_ connection: ConnectionID, origin: PeerID, last: UInt64) -> ConnectionID? {
-    guard let index = reconnection.sessions.index(forKey: origin), reconnection.sessions.values[index].resumable else { return connection }
-    let current = peerRecord(origin, { $0.session }) ?? nil
+    guard let index = reconnection.sessions.index(forKey: origin), Self.isResumable(&reconnection.sessions.values[index]) else { return connection }
+    let current = updatePeer(origin, { $0.session }) ?? nil
     if current == connection {
       reconnection.sessions.values[index].taken = last
       if !reconnection.sessions.values[index].former.isEmpty { reconnection.sessions.values[index].former.removeAll() }

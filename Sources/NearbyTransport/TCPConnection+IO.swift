@@ -45,9 +45,17 @@ extension TCPConnection {
             updateInterest()
           }
           // Light traffic: large buffers are not worth keeping (an idle session stays small).
+          // Only after several light flushes in a row: heavy traffic has light flushes too
+          // (the rest of a partial write), and a buffer of megabytes dropped there is mapped
+          // and faulted in again, page by page, by the next batch.
           if batch < 65_536 {
-            if writing.capacity > 65_536 { writing = [] }
-            if sealing.capacity > 65_536 { sealing = [] }
+            lightFlushes += 1
+            if lightFlushes >= 8 {
+              if writing.capacity > 65_536 { writing = [] }
+              if sealing.capacity > 65_536 { sealing = [] }
+            }
+          } else {
+            lightFlushes = 0
           }
           return
         }

@@ -92,6 +92,8 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// Queued plaintext taken from ``outbound`` to be sealed.
   var sealing: [UInt8] = []
   var closeRecordSent = false
+  /// Flushes in a row that wrote little (the write buffers shrink after a few).
+  var lightFlushes = 0
   var watching: UInt32 = 0
   var readingPaused = false
   var discarding = false
