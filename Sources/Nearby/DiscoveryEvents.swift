@@ -19,23 +19,19 @@ public struct DiscoveryEvents<Element: Sendable>: AsyncSequence, Sendable {
   }
 
   final class Subscription: Sendable {
-    let hub: EventHub
-    let id: UInt64
+    let cursor: EventCursor
     let extract: @Sendable (HubEvent) -> Element?
 
     init(hub: EventHub, extract: @escaping @Sendable (HubEvent) -> Element?) {
-      self.hub = hub
-      self.id = hub.subscribe()
+      cursor = EventCursor(hub: hub)
       self.extract = extract
     }
 
     nonisolated(nonsending) func next() async -> Element? {
-      while let event = await hub.next(id) {
+      while let event = await cursor.next() {
         if let element = extract(event) { return element }
       }
       return nil
     }
-
-    deinit { hub.unsubscribe(id) }
   }
 }

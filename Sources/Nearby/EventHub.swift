@@ -33,7 +33,7 @@ final class EventHub: Sendable {
   }
 
   /// How many subscribers still have to take an event before its claim is settled. Only
-  /// touched under the hub's lock.
+  /// touched under the lock of ``claims``.
   final class ClaimCount: @unchecked Sendable {
     let claim: Claim
     var remaining: Int
@@ -44,21 +44,26 @@ final class EventHub: Sendable {
   }
 
   struct Subscriber {
+    let id: UInt64
     var buffer = ItemQueue()
     var waiter: UnsafeContinuation<Element?, Never>?
   }
 
   struct State {
-    var subscribers: [UInt64: Subscriber] = [:]
+    /// In the order they subscribed. An array, not a dictionary: there are a few, and
+    /// finding one by id must not hash (SipHash per event showed in profiles).
+    var subscribers: [Subscriber] = []
     var nextSubscriber: UInt64 = 1
     /// Events published before anyone subscribed, for the first subscriber.
     var unclaimed: ItemQueue? = ItemQueue()
     var finished = false
-    /// Claims whose events every subscriber has taken, not yet handed to the owner.
-    var settled: [Claim] = []
   }
 
   private let state = Mutex(State())
+  /// Claims whose events every subscriber has taken, not yet handed to the owner. A lock of
+  /// their own: a subscriber hands events of a batch out one by one without taking the
+  /// hub's. (Order: ``state`` before ``claims``, never the other way round.)
+  private let claims = Mutex<[Claim]>([])
   /// Called (from the thread that settled them) when claims become settled and none were
   /// waiting before; the owner then collects them with ``takeSettledClaims()``.
   private let onClaimsSettled: @Sendable () -> Void
@@ -81,19 +86,14 @@ final class EventHub: Sendable {
           continue
         }
         let shared = state.subscribers.count > 1 ? claim.map { ClaimCount($0, remaining: state.subscribers.count) } : nil
-        // Walk by index, not over `indices`: a dictionary's `indices` holds a copy of the
-        // dictionary, so every change below would copy it and every subscriber's buffer
-        // (quadratic in the depth of a lagging subscriber's buffer).
-        var index = state.subscribers.startIndex
-        while index != state.subscribers.endIndex {
-          if let waiter = state.subscribers.values[index].waiter {
-            state.subscribers.values[index].waiter = nil
+        for index in 0..<state.subscribers.count {
+          if let waiter = state.subscribers[index].waiter {
+            state.subscribers[index].waiter = nil
             resumes.append((waiter, element))
-            notify = Self.take(Item(element, claim: claim, shared: shared), &state) || notify
+            notify = take(Item(element, claim: claim, shared: shared)) || notify
           } else {
-            state.subscribers.values[index].buffer.append(Item(element, claim: claim, shared: shared))
+            state.subscribers[index].buffer.append(Item(element, claim: claim, shared: shared))
           }
-          state.subscribers.formIndex(after: &index)
         }
       }
     }
@@ -110,11 +110,9 @@ final class EventHub: Sendable {
     let waiters = state.withLock { state -> [UnsafeContinuation<Element?, Never>] in
       state.finished = true
       var waiters: [UnsafeContinuation<Element?, Never>] = []
-      var index = state.subscribers.startIndex
-      while index != state.subscribers.endIndex {
-        if let waiter = state.subscribers.values[index].waiter { waiters.append(waiter) }
-        state.subscribers.values[index].waiter = nil
-        state.subscribers.formIndex(after: &index)
+      for index in 0..<state.subscribers.count {
+        if let waiter = state.subscribers[index].waiter { waiters.append(waiter) }
+        state.subscribers[index].waiter = nil
       }
       return waiters
     }
@@ -123,16 +121,16 @@ final class EventHub: Sendable {
 
   /// The claims settled since the last call.
   func takeSettledClaims() -> [Claim] {
-    state.withLock { state in
-      defer { state.settled.removeAll(keepingCapacity: true) }
-      return state.settled
+    claims.withLock { settled in
+      defer { settled.removeAll(keepingCapacity: true) }
+      return settled
     }
   }
 
   /// How many events wait in the fullest subscriber's buffer (diagnostics and tests).
   var deepestBuffer: Int {
     state.withLock { state in
-      max(state.unclaimed?.count ?? 0, state.subscribers.values.map(\.buffer.count).max() ?? 0)
+      max(state.unclaimed?.count ?? 0, state.subscribers.map(\.buffer.count).max() ?? 0)
     }
   }
 
@@ -144,12 +142,12 @@ final class EventHub: Sendable {
     state.withLock { state in
       let id = state.nextSubscriber
       state.nextSubscriber += 1
-      var subscriber = Subscriber()
+      var subscriber = Subscriber(id: id)
       if let unclaimed = state.unclaimed {
         subscriber.buffer = unclaimed
         state.unclaimed = nil
       }
-      state.subscribers[id] = subscriber
+      state.subscribers.append(subscriber)
       return id
     }
   }
@@ -161,13 +159,13 @@ final class EventHub: Sendable {
     return await withUnsafeContinuation { continuation in
       var notify = false
       let outcome: Element?? = state.withLock { state in
-        guard state.subscribers[subscriber] != nil else { return .some(nil) }
-        if let item = state.subscribers[subscriber]!.buffer.popFirst() {
-          notify = Self.take(item, &state)
+        guard let index = state.subscribers.firstIndex(where: { $0.id == subscriber }) else { return .some(nil) }
+        if let item = state.subscribers[index].buffer.popFirst() {
+          notify = take(item)
           return .some(item.element)
         }
         if state.finished { return .some(nil) }
-        state.subscribers[subscriber]!.waiter = continuation
+        state.subscribers[index].waiter = continuation
         return .none
       }
       if notify { onClaimsSettled() }
@@ -179,20 +177,49 @@ final class EventHub: Sendable {
   private func takeBuffered(_ subscriber: UInt64) -> Item? {
     var notify = false
     let item = state.withLock { state -> Item? in
-      guard let item = state.subscribers[subscriber]?.buffer.popFirst() else { return nil }
-      notify = Self.take(item, &state)
+      guard let index = state.subscribers.firstIndex(where: { $0.id == subscriber }), let item = state.subscribers[index].buffer.popFirst()
+      else { return nil }
+      notify = take(item)
       return item
     }
     if notify { onClaimsSettled() }
     return item
   }
 
+  /// Up to `limit` of the subscriber's buffered events at once (one lock for all), oldest
+  /// first. Their claims are not settled yet: ``handOut(_:)`` settles each as it reaches the
+  /// application, and ``discard(_:)`` those that never will.
+  func takeBatch(_ subscriber: UInt64, limit: Int) -> [Item] {
+    state.withLock { state -> [Item] in
+      guard let index = state.subscribers.firstIndex(where: { $0.id == subscriber }), !state.subscribers[index].buffer.isEmpty else { return [] }
+      var batch: [Item] = []
+      batch.reserveCapacity(min(limit, state.subscribers[index].buffer.count))
+      while batch.count < limit, let item = state.subscribers[index].buffer.popFirst() { batch.append(item) }
+      return batch
+    }
+  }
+
+  /// An event of a batch reaches the application: its claim is settled.
+  func handOut(_ item: Item) {
+    guard item.claim != nil else { return }
+    if take(item) { onClaimsSettled() }
+  }
+
+  /// Events of a batch that will not reach the application (its iteration ended): they
+  /// count as taken, as those left in a subscriber's buffer do.
+  func discard(_ items: some Sequence<Item>) {
+    var notify = false
+    for item in items where item.claim != nil { notify = take(item) || notify }
+    if notify { onClaimsSettled() }
+  }
+
   /// The subscriber is gone: what it had not taken counts as taken.
   func unsubscribe(_ subscriber: UInt64) {
     var notify = false
     let waiter = state.withLock { state -> UnsafeContinuation<Element?, Never>? in
-      guard var gone = state.subscribers.removeValue(forKey: subscriber) else { return nil }
-      while let item = gone.buffer.popFirst() { notify = Self.take(item, &state) || notify }
+      guard let index = state.subscribers.firstIndex(where: { $0.id == subscriber }) else { return nil }
+      var gone = state.subscribers.remove(at: index)
+      while let item = gone.buffer.popFirst() { notify = take(item) || notify }
       return gone.waiter
     }
     waiter?.resume(returning: nil)
@@ -201,14 +228,71 @@ final class EventHub: Sendable {
 
   /// One subscriber took an event. - Returns: whether the owner must be told (its claim is
   /// settled and none was waiting to be collected).
-  private static func take(_ item: Item, _ state: inout State) -> Bool {
+  private func take(_ item: Item) -> Bool {
     guard let claim = item.claim else { return false }
-    if let shared = item.shared {
-      shared.remaining -= 1
-      guard shared.remaining == 0 else { return false }
+    return claims.withLock { settled in
+      if let shared = item.shared {
+        shared.remaining -= 1
+        guard shared.remaining == 0 else { return false }
+      }
+      settled.append(claim)
+      return settled.count == 1
     }
-    state.settled.append(claim)
-    return state.settled.count == 1
+  }
+}
+
+/// One subscriber's reading end of a hub: it takes buffered events a batch at a time (one lock
+/// of the hub per batch instead of one per event) and hands them out one by one, settling
+/// each event's claim as it does. Used by one iteration at a time; ending it (its last
+/// iterator gone) counts what it still held as taken.
+final class EventCursor: Sendable {
+  let hub: EventHub
+  let id: UInt64
+  /// Events of the current batch not handed out yet, and where the next one is.
+  private let batch = Mutex<(items: [EventHub.Item], next: Int)>(([], 0))
+  /// Events taken from the hub at once. Small enough that a slow consumer's messages stay in
+  /// the hub's buffer, where the session counts them.
+  static let batchSize = 64
+
+  init(hub: EventHub) {
+    self.hub = hub
+    self.id = hub.subscribe()
+  }
+
+  /// The next event, waiting for one; `nil` once the hub finished and nothing is left.
+  nonisolated(nonsending) func next() async -> HubEvent? {
+    if let item = takeFromBatch() ?? refill() {
+      hub.handOut(item)
+      return item.element
+    }
+    return await hub.next(id)
+  }
+
+  private func takeFromBatch() -> EventHub.Item? {
+    batch.withLock { batch -> EventHub.Item? in
+      guard batch.next < batch.items.count else { return nil }
+      defer { batch.next += 1 }
+      return batch.items[batch.next]
+    }
+  }
+
+  /// Takes the next batch from the hub. - Returns: its first event (the rest wait here), or
+  /// nil when the hub has none buffered.
+  private func refill() -> EventHub.Item? {
+    var items = hub.takeBatch(id, limit: Self.batchSize)
+    guard !items.isEmpty else { return nil }
+    let first = items[0]
+    batch.withLock { batch in
+      swap(&batch.items, &items)
+      batch.next = 1
+    }
+    return first
+  }
+
+  deinit {
+    let left = batch.withLock { batch in batch.items[batch.next...] }
+    hub.discard(left)
+    hub.unsubscribe(id)
   }
 }
 

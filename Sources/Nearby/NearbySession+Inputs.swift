@@ -264,7 +264,7 @@ extension NearbySession {
     if !failures.isEmpty { perform(failures) }
   }
 
-  private func noteFailure(_ message: Frame.Message, _ id: ConnectionID, _ result: TCPConnection.QueueResult, into actions: inout [SessionAction]) {
+  func noteFailure(_ message: Frame.Message, _ id: ConnectionID, _ result: TCPConnection.QueueResult, into actions: inout [SessionAction]) {
     guard message.sender == configuration.peer.id else {
       // A relay forwarding someone else's message: the origin is told.
       machine.forwardFailed(message, on: id, into: &actions)

@@ -147,6 +147,7 @@ extension NearbySession {
     guard body.count <= ProtocolLimits.maximumBodyLength else {
       return .refused(.bodyTooLarge(byteCount: body.count, limit: ProtocolLimits.maximumBodyLength))
     }
+    if let route = inspect({ $0.directRoute(recipients) }) { return attemptSend(body, direct: route) }
     let routing: SessionStateMachine.Routing
     do {
       routing = try inspect { machine throws(SendError) in try machine.routing(recipients) }
@@ -172,6 +173,26 @@ extension NearbySession {
       perform(actions)
       return .refused(error)
     }
+  }
+
+  /// One peer over its own session, the usual case: the same steps as for any routing
+  /// (room on the connection, room in the window, the state machine, the queue), without
+  /// building a routing or a list of actions for it.
+  private func attemptSend(_ body: [UInt8], direct route: SessionStateMachine.DirectRoute) -> SendAttempt {
+    let connection = connections[route.connection]
+    if let connection, connection.queuedBytes >= configuration.maximumQueuedBytes, connection.notifyWhenWritable() {
+      return .mustWait([route.connection])
+    }
+    if inspect({ $0.windowIsFull(route) }) { return .mustWaitForWindows([route.peer]) }
+    let (id, message) = inspect { $0.sendMessage(body, direct: route, timestamp: Self.unixMilliseconds(), now: now) }
+    let result = connection?.send(message: message) ?? .closed
+    if result != .queued {
+      var failures = takeActions()
+      defer { recycle(&failures) }
+      noteFailure(message, route.connection, result, into: &failures)
+      perform(failures)
+    }
+    return .sent(id)
   }
 
   /// A connection has room again (or closed): its waiting senders try again.

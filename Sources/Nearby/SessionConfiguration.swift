@@ -23,12 +23,15 @@ public struct SessionConfiguration: Sendable {
   public var timeouts = ConnectionTimeouts()
   /// The timeout of our invitations unless a call gives one.
   public var invitationTimeout: Duration = .seconds(30)
-  /// After it handled something, the session's I/O thread polls for this long before it
-  /// sleeps, so that an answer arriving meanwhile costs no wake-up. Zero (the default): no
-  /// polling. Lowers round trips where waking a sleeping thread on another CPU is slow (seen
-  /// on small virtual machines); costs up to that much CPU time after each burst of traffic.
-  /// At most one fewer loop than there are CPUs polls at a time in one process.
-  public var busyPoll: Duration = .zero
+  /// Adaptive busy polling: after it handled something, the session's I/O thread polls up
+  /// to this long before it sleeps, so that an answer arriving meanwhile costs no wake-up —
+  /// but only while its recent events came within that time of its starting to wait (a
+  /// conversation of requests and answers); otherwise it sleeps at once. Waking a thread
+  /// that sleeps on another CPU costs tens of microseconds on small virtual machines, more
+  /// than a whole round trip on loopback. The price is CPU time: a peer that sends every
+  /// 100 µs keeps a polling thread busy. At most one fewer loop than there are CPUs polls
+  /// at a time in one process. Zero: never poll.
+  public var busyPoll: Duration = .microseconds(200)
   /// The most bytes queued for one connection; ``NearbySession/send(_:to:)`` waits beyond.
   public var maximumQueuedBytes = 4 << 20
   /// Received messages from one connection that the application has not taken yet: beyond

@@ -39,22 +39,16 @@ public struct SessionEvents: AsyncSequence, Sendable {
 
   /// One consumer's place in the hub; gone with its iterator.
   final class Subscription: Sendable {
-    let hub: EventHub
-    let id: UInt64
+    let cursor: EventCursor
 
-    init(hub: EventHub) {
-      self.hub = hub
-      self.id = hub.subscribe()
-    }
+    init(hub: EventHub) { cursor = EventCursor(hub: hub) }
 
     nonisolated(nonsending) func next() async -> SessionEvent? {
-      while let event = await hub.next(id) {
+      while let event = await cursor.next() {
         if case .session(let event) = event { return event }
       }
       return nil
     }
-
-    deinit { hub.unsubscribe(id) }
   }
 }
 

@@ -9,33 +9,35 @@ extension BenchRunner {
     let rounds = quick ? 1000 : 10_000
     let blocks = 5
     progress(
-      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor, with busy polling, events in an ordinary task, raw TCP), in \(blocks) interleaved blocks"
+      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same without busy polling; events in an ordinary task; raw TCP), in \(blocks) interleaved blocks"
     )
-    // Interleaved blocks, each with fresh threads and sockets: where the scheduler puts a pair
-    // of threads changes round trips several-fold on a small virtual machine, and each side
-    // should see the same mix of placements.
-    var onLoopTimes: [Duration] = []
-    var pollingTimes: [Duration] = []
-    var pooledTimes: [Duration] = []
-    var rawTimes: [Duration] = []
-    let rawFrame = frame(body: 64)
     if let profile = getenv("NEARBY_BENCH_PROFILE"), String(cString: profile) == "latency" {
-      // Profiling our side only: round trips with events on the session's executor.
-      let times = Percentiles(try await roundTrips(rounds, onSessionExecutor: true))
+      // Profiling our side only: round trips with events on the session's executor
+      // (NEARBY_BENCH_POLL=0 turns busy polling off).
+      let poll = getenv("NEARBY_BENCH_POLL").map { Duration.microseconds(Int64(atoi($0))) }
+      let times = Percentiles(try await roundTrips(rounds, onSessionExecutor: true, busyPoll: poll))
       return [
         BenchmarkResult(
           name: "latency", figure: "round trip 64 B, p50", unit: "µs", ours: times.p50.microseconds, baseline: nil, baselineName: nil,
           higherIsBetter: false)
       ]
     }
+    // Interleaved blocks, each with fresh threads and sockets: where the scheduler puts a pair
+    // of threads changes round trips several-fold on a small virtual machine, and each side
+    // should see the same mix of placements.
+    var onLoopTimes: [Duration] = []
+    var sleepingTimes: [Duration] = []
+    var pooledTimes: [Duration] = []
+    var rawTimes: [Duration] = []
+    let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
       onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
-      pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: .microseconds(200))
+      sleepingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: .zero)
       pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false)
       rawTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
     }
     let onLoop = Percentiles(onLoopTimes)
-    let polling = Percentiles(pollingTimes)
+    let sleeping = Percentiles(sleepingTimes)
     let pooled = Percentiles(pooledTimes)
     let raw = Percentiles(rawTimes)
     func row(_ figure: String, _ ours: Duration, _ theirs: Duration) -> BenchmarkResult {
@@ -46,8 +48,8 @@ extension BenchRunner {
     return [
       row("round trip 64 B, p50", onLoop.p50, raw.p50), row("round trip 64 B, p99", onLoop.p99, raw.p99),
       row("round trip 64 B, max", onLoop.max, raw.max),
-      row("round trip 64 B, p50, busy polling 200 µs", polling.p50, raw.p50),
-      row("round trip 64 B, p99, busy polling 200 µs", polling.p99, raw.p99),
+      row("round trip 64 B, p50, busy polling off", sleeping.p50, raw.p50),
+      row("round trip 64 B, p99, busy polling off", sleeping.p99, raw.p99),
       row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
       row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
     ]
@@ -57,7 +59,8 @@ extension BenchRunner {
   /// waits for the answer in its event sequence. With `onSessionExecutor`, both consume
   /// `events` in tasks that prefer their session's executor (the recommended way: no thread
   /// switch per event); otherwise in ordinary tasks on Swift's thread pool.
-  func roundTrips(_ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration = .zero) async throws -> [Duration] {
+  /// `busyPoll` nil: the configuration's default.
+  func roundTrips(_ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration? = nil) async throws -> [Duration] {
     let (a, b) = try await pair(busyPoll: busyPoll)
     let body = [UInt8](repeating: 0x62, count: 64)
     let aID = a.peer.id

@@ -51,7 +51,7 @@ public struct BenchRunner: Sendable {
   }
 
   /// Two connected sessions.
-  func pair(busyPoll: Duration = .zero) async throws -> (LocalSession, LocalSession) {
+  func pair(busyPoll: Duration? = nil) async throws -> (LocalSession, LocalSession) {
     let a = try await LocalSession.start("bench-a", busyPoll: busyPoll)
     let b = try await LocalSession.start("bench-b", busyPoll: busyPoll)
     var events = a.session.events.makeAsyncIterator()

@@ -28,9 +28,10 @@ struct LocalSession: Sendable {
   var peer: Peer { session.configuration.peer }
   let port: UInt16
 
-  static func start(_ name: String, policy: AcceptPolicy = .all, busyPoll: Duration = .zero, isRelay: Bool = false) async throws -> LocalSession {
+  /// - Parameter busyPoll: `nil`: the configuration's default.
+  static func start(_ name: String, policy: AcceptPolicy = .all, busyPoll: Duration? = nil, isRelay: Bool = false) async throws -> LocalSession {
     var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName(name))
-    configuration.busyPoll = busyPoll
+    if let busyPoll { configuration.busyPoll = busyPoll }
     configuration.isRelay = isRelay
     configuration.advertise = false
     configuration.browse = false

@@ -179,6 +179,50 @@ extension SessionStateMachine {
     return routing
   }
 
+  /// A session of our own with one peer that answers for itself (not a relay): where a
+  /// message to that peer alone goes, the usual case, sent with
+  /// ``sendMessage(_:direct:timestamp:now:)`` without building a ``Routing``.
+  package struct DirectRoute: Sendable {
+    /// The recipients as the caller wrote them (one peer): the message carries this array.
+    package let recipients: [PeerID]
+    package let connection: ConnectionID
+    package var peer: PeerID { recipients[0] }
+  }
+
+  /// The direct route of a message to `recipients`, when it is one peer we have a session
+  /// with and that is not a relay; `nil` otherwise (then ``routing(_:)`` says where it goes).
+  package mutating func directRoute(_ recipients: Recipients) -> DirectRoute? {
+    guard case .peers(let ids) = recipients, ids.count == 1, let session = updatePeer(ids[0], { $0.isRelay ? nil : $0.session }) ?? nil,
+      updateConnection(session, { $0.peerID }) == ids[0]
+    else { return nil }
+    return DirectRoute(recipients: ids, connection: session)
+  }
+
+  /// Whether the peer's resend window is full (wait until it acknowledges, then send).
+  package mutating func windowIsFull(_ route: DirectRoute) -> Bool {
+    let limit = configuration.resendWindowBytes
+    return updateConnection(route.connection, { $0.unacked.keepsMessages && $0.unacked.byteCount >= limit }) ?? false
+  }
+
+  /// Sends `body` on a direct route: what ``sendMessage(_:routing:timestamp:now:into:)``
+  /// does for a routing to that one peer, without the routing and without an action (the
+  /// shell queues the returned message on `route.connection` itself, and reports a failure
+  /// to queue it with ``sendFailed(messageID:on:reason:into:)``).
+  package mutating func sendMessage(_ body: [UInt8], direct route: DirectRoute, timestamp: UInt64, now: Duration) -> (
+    id: MessageID, message: Frame.Message
+  ) {
+    let messageID = nextMessageID
+    nextMessageID &+= 1
+    let message = Frame.Message(id: messageID, sender: localPeer.id, timestamp: timestamp, recipients: route.recipients, body: body)
+    updateConnection(route.connection) { record in
+      record.machine?.noteSent(now: now)
+      record.unacked.append(message)
+    }
+    // One recipient that answers: never complete yet, so there is no report to give.
+    _ = ledger.record(messageID, recipients: 1)
+    return (MessageID(rawValue: messageID), message)
+  }
+
   /// The peers a message to `recipients` would reach now and that would answer.
   package mutating func expectedRecipients(_ recipients: Recipients) -> [Peer] {
     guard let routing = try? routing(recipients) else { return [] }

@@ -80,6 +80,8 @@ package final class EventLoop: @unchecked Sendable {
   private var handlers: [Int32: any EventLoopHandler] = [:]
   private var timers: [Timer] = []
   private let busyPollNanoseconds: UInt64
+  /// Whether to poll after activity (adaptive busy polling).
+  private var pollPolicy: BusyPollPolicy
   /// Loops of this process polling right now: at most one fewer than there are CPUs, so that
   /// polling threads never take every CPU from the others.
   private static let pollingLoops = Atomic<Int>(0)
@@ -90,12 +92,14 @@ package final class EventLoop: @unchecked Sendable {
 
   /// Creates the loop and starts its thread.
   /// - Throws: ``SystemError`` when epoll, eventfd or the thread cannot be created.
-  /// - Parameter busyPoll: after handling something, poll this long before sleeping (see
+  /// - Parameter busyPoll: after handling something, poll up to this long before sleeping,
+  ///   while the next event has recently come within that time (see
   ///   ``SessionConfiguration/busyPoll``); zero (the default) sleeps at once.
   package init(name: String = "nearby-io", busyPoll: Duration = .zero) throws(SystemError) {
     _ = ignoreSIGPIPE
     self.name = name
     self.busyPollNanoseconds = UInt64(max(0, busyPoll / .nanoseconds(1)))
+    self.pollPolicy = BusyPollPolicy(window: busyPoll)
     let epoll = nearby_epoll_create()
     guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
     let wake = nearby_eventfd()
@@ -262,6 +266,9 @@ package final class EventLoop: @unchecked Sendable {
     var count: Int32 = 0
     repeat {
       count = events.withUnsafeMutableBufferPointer { nearby_epoll_wait(epoll, $0.baseAddress, Int32($0.count), 0) }
+      // A thread that wants this CPU (a task of Swift's pool that consumes our events, say)
+      // gets it: polling only uses time that would otherwise be idle.
+      if count == 0 { sched_yield() }
     } while count == 0 && Self.monotonicNanoseconds() < deadline
     return max(0, count)
   }
@@ -282,6 +289,9 @@ package final class EventLoop: @unchecked Sendable {
     while true {
       let timeout: Int32 = shared.withLock({ !$0.work.isEmpty }) ? 0 : -1
       var count: Int32 = 0
+      // With busy polling on, the time from having nothing to do until the next event.
+      var idleSince: UInt64 = 0
+      if timeout != 0, busyPollNanoseconds > 0 { idleSince = Self.monotonicNanoseconds() }
       if timeout != 0, pollUntil != 0 {
         count = poll(until: pollUntil, into: &events)
         pollUntil = 0
@@ -291,7 +301,11 @@ package final class EventLoop: @unchecked Sendable {
           nearby_epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), timeout)
         }
       }
-      if count > 0, busyPollNanoseconds > 0 { pollUntil = Self.monotonicNanoseconds() + busyPollNanoseconds }
+      if count > 0, busyPollNanoseconds > 0 {
+        let now = Self.monotonicNanoseconds()
+        if idleSince != 0 { pollPolicy.noteWait(nanoseconds: now - idleSince) }
+        if pollPolicy.pollsAfterActivity { pollUntil = now + busyPollNanoseconds }
+      }
       if count < 0 && errno != EINTR {
         preconditionFailure("epoll_wait failed: \(SystemError("epoll_wait", errno: errno))")
       }

@@ -347,6 +347,83 @@ struct SessionStateMachineTests {
     #expect(reports.allSatisfy { $0.isComplete && $0.recipients == 1 && $0.delivered == 0 && $0.failures.count == 1 })
   }
 
+  /// One peer over its own session goes by the direct route (no routing is built): the same
+  /// message on the wire, the same acknowledgement, event and report as through a routing.
+  @Test func theDirectRouteSendsWhatARoutingWould() throws {
+    func connected() -> SimulatedNetwork {
+      var net = pair(policy: .all)
+      net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+      net.run()
+      _ = net.take(a)
+      _ = net.take(b)
+      return net
+    }
+    var routed = connected()
+    var direct = connected()
+    var sentRouted: [SessionAction] = []
+    let routedID = routed.act(a) { m, x, now in
+      let id = try! m.sendMessage([9, 8], to: .peers([Fixture.bobID]), timestamp: 5, now: now, into: &x).id
+      sentRouted = x
+      return id
+    }
+    var sentDirect: Frame.Message?
+    let directID = direct.act(a) { m, x, now in
+      let route = m.directRoute(.peers([Fixture.bobID]))!
+      #expect(route.peer == Fixture.bobID && route.connection == m.sessionConnection(Fixture.bobID))
+      let (id, message) = m.sendMessage([9, 8], direct: route, timestamp: 5, now: now)
+      sentDirect = message
+      x.append(.sendMessage(message, [route.connection]))
+      return id
+    }
+    #expect(routedID == directID)
+    guard case .sendMessage(let routedMessage, _) = try #require(sentRouted.first), sentRouted.count == 1 else {
+      Issue.record("a routing to one peer: one MESSAGE, got \(sentRouted)")
+      return
+    }
+    #expect(sentDirect == routedMessage)
+    #expect(direct.nodes[a]!.hasPendingDeliveries && routed.nodes[a]!.hasPendingDeliveries)
+    routed.run()
+    direct.run()
+    #expect(direct.take(b) == routed.take(b))
+    #expect(direct.take(a) == [.delivered(messageID: directID, to: Fixture.bob)])
+    #expect(routed.take(a) == [.delivered(messageID: routedID, to: Fixture.bob)])
+    #expect(!direct.nodes[a]!.hasPendingDeliveries)
+    #expect(direct.nodes[a]!.deliveryReport(directID) == routed.nodes[a]!.deliveryReport(routedID))
+  }
+
+  /// The direct route is for one peer with a session of its own; everything else is routed.
+  @Test func theDirectRouteIsOnlyForOnePeerWithASessionOfItsOwn() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: .all)
+    net.add(Fixture.bob, policy: .all)
+    net.add(Fixture.carol, policy: .all)
+    net.discoverAll()
+    #expect(net.act(a) { m, _, _ in m.directRoute(.peers([Fixture.bobID])) } == nil, "no session yet")
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.act(a) { m, x, now in m.invite(Fixture.carolID, context: [], now: now, into: &x) }
+    net.run()
+    #expect(net.act(a) { m, _, _ in m.directRoute(.peers([Fixture.bobID])) } != nil)
+    #expect(net.act(a) { m, _, _ in m.directRoute(.all) } == nil)
+    #expect(net.act(a) { m, _, _ in m.directRoute(.peers([Fixture.bobID, Fixture.carolID])) } == nil)
+    #expect(net.act(a) { m, _, _ in m.directRoute(.peers([PeerID(high: 9, low: 9)])) } == nil, "unknown peer")
+    #expect(net.act(a) { m, _, _ in m.directRoute(.peers([])) } == nil)
+  }
+
+  /// Connection ids hash with a cheap mix of their own: sets and dictionaries of many still
+  /// find each one, and the hashes of neighbouring ids are spread out.
+  @Test func connectionIDsHashApartInSetsAndDictionaries() {
+    let ids = (0..<50_000).map { ConnectionID(UInt64($0) * 3 + 1) }
+    let set = Set(ids)
+    #expect(set.count == ids.count)
+    #expect(ids.allSatisfy { set.contains($0) })
+    #expect(!set.contains(ConnectionID(3)) && !set.contains(ConnectionID(0)))
+    let table = Dictionary(uniqueKeysWithValues: ids.map { ($0, $0.rawValue) })
+    #expect(ids.allSatisfy { table[$0] == $0.rawValue })
+    // Low bits (what a table's bucket index uses) of consecutive ids: all different.
+    let buckets = Set((0..<4096).map { ConnectionID(UInt64($0))._rawHashValue(seed: 12345) & 0xFFFF })
+    #expect(buckets.count > 3900, "\(buckets.count) distinct low bits for 4096 consecutive ids")
+  }
+
   /// A message counts as delivered once the receiving application took it, not when it
   /// arrived: the DELIVERED frame waits for the application.
   @Test func deliveryWaitsUntilTheApplicationTakesTheMessage() {

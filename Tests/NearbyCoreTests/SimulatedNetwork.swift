@@ -266,12 +266,18 @@ struct SimulatedNetwork {
 }
 
 extension SessionStateMachine {
-  /// Sends like the session does; a send that throws is recorded as a `rejected` error event
-  /// (as the chat shows it) and gives message id 0.
+  /// Sends like the session does (one peer over its own session by its direct route, the
+  /// rest by a routing); a send that throws is recorded as a `rejected` error event (as the
+  /// chat shows it) and gives message id 0.
   @discardableResult
   mutating func send(_ body: [UInt8], to recipients: Recipients, timestamp: UInt64, now: Duration, into actions: inout [SessionAction])
     -> MessageID
   {
+    if body.count <= ProtocolLimits.maximumBodyLength, let route = directRoute(recipients) {
+      let (id, message) = sendMessage(body, direct: route, timestamp: timestamp, now: now)
+      actions.append(.sendMessage(message, [route.connection]))
+      return id
+    }
     do {
       return try sendMessage(body, to: recipients, timestamp: timestamp, now: now, into: &actions).id
     } catch {

@@ -249,25 +249,50 @@ struct TransportTests {
     }
   }
 
-  @Test func busyPollingKeepsTheThreadRunningAfterActivityAndThenItSleeps() async throws {
+  /// Adaptive busy polling on a real loop: events that come soon after it starts waiting (a
+  /// job every millisecond) make it poll, and its thread is seen running between them and
+  /// after them, until the window ends; a loop without polling sleeps; and once its events
+  /// come later than the window, a polling loop sleeps at once too.
+  @Test func busyPollingKeepsTheThreadRunningWhileEventsComeSoonAndThenItSleeps() async throws {
     let name = "nb-poll-test"
-    let loop = try EventLoop(name: name, busyPoll: .seconds(2))
+    let loop = try EventLoop(name: name, busyPoll: .milliseconds(500))
     let quiet = try EventLoop(name: "nb-nopoll-test")
-    // Activity: a job each (the wake-up is an event), then their threads' states: during the
-    // polling window (the quiet one after it has handled its job), and after the window.
+    for _ in 0..<20 {
+      loop.execute {}
+      quiet.execute {}
+      try await Task.sleep(for: .milliseconds(1))
+    }
     let started = ContinuousClock.now
-    loop.execute {}
-    quiet.execute {}
-    let polling = ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(1500))
-    let notPolling = ThreadStateSampler(named: "nb-nopoll-test", after: started, from: .milliseconds(200), until: .milliseconds(1500))
-    let after = ThreadStateSampler(named: name, after: started, from: .milliseconds(2500), until: .milliseconds(2600), every: .milliseconds(20))
+    let polling = ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(300))
+    let notPolling = ThreadStateSampler(named: "nb-nopoll-test", after: started, from: .zero, until: .milliseconds(300))
+    let after = ThreadStateSampler(named: name, after: started, from: .milliseconds(800), until: .milliseconds(900), every: .milliseconds(20))
     let during = try await polling.result()
     let quietStates = try await notPolling.result()
     let afterStates = try await after.result()
     #expect(during.contains("R"), "polling after activity: \(during)")
-    #expect(!quietStates.isEmpty && !quietStates.contains("R"), "no polling by default: \(quietStates)")
+    #expect(!quietStates.isEmpty && !quietStates.contains("R"), "no polling without a window: \(quietStates)")
     #expect(!afterStates.isEmpty && afterStates.allSatisfy { $0 == "S" }, "after the window: \(afterStates)")
+
+    // Events after long waits (longer than a 20 ms window): the loop stops polling.
+    let short = try EventLoop(name: "nb-short-poll", busyPoll: .milliseconds(20))
+    for _ in 0..<20 {
+      short.execute {}
+      try await Task.sleep(for: .milliseconds(1))
+    }
+    for _ in 0..<4 {
+      short.execute {}
+      try await Task.sleep(for: .milliseconds(100))
+    }
+    let last = ContinuousClock.now
+    short.execute {}
+    let sleeping = try await ThreadStateSampler(
+      named: "nb-short-poll", after: last, from: .milliseconds(2), until: .milliseconds(18), every: .milliseconds(2)
+    )
+    .result()
+    #expect(!sleeping.isEmpty && !sleeping.contains("R"), "events 100 ms apart, a 20 ms window: \(sleeping)")
     await loop.shutdown()
     await quiet.shutdown()
+    await short.shutdown()
   }
+
 }
