@@ -255,7 +255,9 @@ struct TransportTests {
   /// come later than the window, a polling loop sleeps at once too.
   @Test func busyPollingKeepsTheThreadRunningWhileEventsComeSoonAndThenItSleeps() async throws {
     let name = "nb-poll-test"
-    let loop = try EventLoop(name: name, busyPoll: .milliseconds(500))
+    // A window of a second: a job "every millisecond" that a loaded machine delays to tens of
+    // milliseconds still comes soon enough to make the loop poll.
+    let loop = try EventLoop(name: name, busyPoll: .seconds(1))
     let quiet = try EventLoop(name: "nb-nopoll-test")
     for _ in 0..<20 {
       loop.execute {}
@@ -263,9 +265,9 @@ struct TransportTests {
       try await Task.sleep(for: .milliseconds(1))
     }
     let started = ContinuousClock.now
-    let polling = ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(300))
-    let notPolling = ThreadStateSampler(named: "nb-nopoll-test", after: started, from: .zero, until: .milliseconds(300))
-    let after = ThreadStateSampler(named: name, after: started, from: .milliseconds(800), until: .milliseconds(900), every: .milliseconds(20))
+    let polling = ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(600))
+    let notPolling = ThreadStateSampler(named: "nb-nopoll-test", after: started, from: .zero, until: .milliseconds(600))
+    let after = ThreadStateSampler(named: name, after: started, from: .milliseconds(1500), until: .milliseconds(1600), every: .milliseconds(20))
     let during = try await polling.result()
     let quietStates = try await notPolling.result()
     let afterStates = try await after.result()
