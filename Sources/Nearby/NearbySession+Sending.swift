@@ -133,7 +133,6 @@ extension NearbySession {
     }
   }
 
-  /// Queues the message unless a connection it goes to is full.
   /// Calls `body` with the state machine where it lives. Calling a non-mutating method on
   /// the stored property directly makes Swift copy the whole struct first (a class's stored
   /// property is loaded by copy for a call that could reach the class): a retain and a release
@@ -142,6 +141,7 @@ extension NearbySession {
   @inline(__always)
   func inspect<T, E: Error>(_ body: (inout SessionStateMachine) throws(E) -> T) throws(E) -> T { try body(&machine) }
 
+  /// Queues the message unless a connection it goes to is full (or a resend window).
   func attemptSend(_ body: [UInt8], to recipients: Recipients) -> SendAttempt {
     guard state == .running, !shutdownRequested else { return .refused(.notRunning) }
     guard body.count <= ProtocolLimits.maximumBodyLength else {

@@ -111,19 +111,15 @@ extension SessionStateMachine {
   /// message sent.
   package mutating func routing(_ recipients: Recipients) throws(SendError) -> Routing {
     var routing = Routing()
-    if case .peers(let ids) = recipients, ids.count == 1, let session = updatePeer(ids[0], { $0.session }) ?? nil,
-      let isRelay = updatePeer(ids[0], { $0.isRelay }), updateConnection(session, { $0.peerID }) == ids[0]
-    {
+    if let route = directRoute(recipients) {
       // One peer with a session of its own, the usual case: what the loops below would
       // find, in arrays that share their storage (one allocation instead of six).
-      let connection = [session]
-      routing.addressed = ids
+      let connection = [route.connection]
+      routing.addressed = route.recipients
       routing.direct = connection
       routing.targets = connection
-      if !isRelay {
-        routing.expected = ids
-        routing.answering = connection
-      }
+      routing.expected = route.recipients
+      routing.answering = connection
       return routing
     }
     switch recipients {
