@@ -69,9 +69,12 @@ final class ManualClock: Clock, Sendable {
     for continuation in woken { continuation.resume() }
   }
 
-  /// Waits (in real time, briefly) until `count` tasks sleep on this clock.
+  /// Waits (in real time) until `count` tasks sleep on this clock. A liveness bound, not a
+  /// timing assertion: with 5 s, six script tests failed together in full parallel runs on
+  /// two cores, waiting for their runner tasks to start (probably Swift's two pool threads
+  /// busy with other suites' work), and passed when run again alone.
   func waitForSleepers(_ count: Int = 1) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
+    let deadline = ContinuousClock.now + .seconds(30)
     while sleeperCount < count {
       guard ContinuousClock.now < deadline else { throw ClockWaitError(count: count) }
       try await Task.sleep(for: .milliseconds(1))
@@ -80,6 +83,6 @@ final class ManualClock: Clock, Sendable {
 
   struct ClockWaitError: Error, CustomStringConvertible {
     var count: Int
-    var description: String { "nobody started sleeping (expected \(count) sleepers within 5 s)" }
+    var description: String { "nobody started sleeping (expected \(count) sleepers within 30 s)" }
   }
 }
