@@ -26,12 +26,15 @@ public struct SessionConfiguration: Sendable {
   /// Adaptive busy polling: after it handled something, the session's I/O thread polls up
   /// to this long before it sleeps, so that an answer arriving meanwhile costs no wake-up —
   /// but only while its recent events came within that time of its starting to wait (a
-  /// conversation of requests and answers); otherwise it sleeps at once. Waking a thread
-  /// that sleeps on another CPU costs tens of microseconds on small virtual machines, more
-  /// than a whole round trip on loopback. The price is CPU time: a peer that sends every
-  /// 100 µs keeps a polling thread busy. At most one fewer loop than there are CPUs polls
-  /// at a time in one process. Zero: never poll.
-  public var busyPoll: Duration = .microseconds(200)
+  /// conversation of requests and answers); otherwise it sleeps at once. While it polls it
+  /// yields its CPU to any other thread that wants it. Waking a thread that sleeps on
+  /// another CPU costs tens of microseconds on small virtual machines, more than a whole
+  /// round trip on loopback: with 200 µs, round trips of requests and answers on loopback
+  /// took a third to a quarter of the time here. The price is CPU time during such
+  /// exchanges (a peer that answers every 100 µs keeps a thread polling), which is why it
+  /// is off by default. At most one fewer loop than there are CPUs polls at a time in one
+  /// process. Zero (the default): never poll.
+  public var busyPoll: Duration = .zero
   /// The most bytes queued for one connection; ``NearbySession/send(_:to:)`` waits beyond.
   public var maximumQueuedBytes = 4 << 20
   /// Received messages from one connection that the application has not taken yet: beyond

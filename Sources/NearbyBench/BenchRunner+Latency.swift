@@ -9,11 +9,11 @@ extension BenchRunner {
     let rounds = quick ? 1000 : 10_000
     let blocks = 5
     progress(
-      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same without busy polling; events in an ordinary task; raw TCP), in \(blocks) interleaved blocks"
+      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same with busy polling; events in an ordinary task, without and with; raw TCP), in \(blocks) interleaved blocks"
     )
     if let profile = getenv("NEARBY_BENCH_PROFILE"), String(cString: profile) == "latency" {
       // Profiling our side only: round trips with events on the session's executor
-      // (NEARBY_BENCH_POLL=0 turns busy polling off).
+      // (NEARBY_BENCH_POLL=200: busy polling for up to 200 µs).
       let poll = getenv("NEARBY_BENCH_POLL").map { Duration.microseconds(Int64(atoi($0))) }
       let times = Percentiles(try await roundTrips(rounds, onSessionExecutor: true, busyPoll: poll))
       return [
@@ -25,20 +25,24 @@ extension BenchRunner {
     // Interleaved blocks, each with fresh threads and sockets: where the scheduler puts a pair
     // of threads changes round trips several-fold on a small virtual machine, and each side
     // should see the same mix of placements.
+    let polling = Duration.microseconds(200)
     var onLoopTimes: [Duration] = []
-    var sleepingTimes: [Duration] = []
+    var pollingTimes: [Duration] = []
     var pooledTimes: [Duration] = []
+    var pooledPollingTimes: [Duration] = []
     var rawTimes: [Duration] = []
     let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
       onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
-      sleepingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: .zero)
+      pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: polling)
       pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false)
+      pooledPollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false, busyPoll: polling)
       rawTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
     }
     let onLoop = Percentiles(onLoopTimes)
-    let sleeping = Percentiles(sleepingTimes)
+    let polled = Percentiles(pollingTimes)
     let pooled = Percentiles(pooledTimes)
+    let pooledPolled = Percentiles(pooledPollingTimes)
     let raw = Percentiles(rawTimes)
     func row(_ figure: String, _ ours: Duration, _ theirs: Duration) -> BenchmarkResult {
       BenchmarkResult(
@@ -48,10 +52,11 @@ extension BenchRunner {
     return [
       row("round trip 64 B, p50", onLoop.p50, raw.p50), row("round trip 64 B, p99", onLoop.p99, raw.p99),
       row("round trip 64 B, max", onLoop.max, raw.max),
-      row("round trip 64 B, p50, busy polling off", sleeping.p50, raw.p50),
-      row("round trip 64 B, p99, busy polling off", sleeping.p99, raw.p99),
+      row("round trip 64 B, p50, busy polling 200 µs", polled.p50, raw.p50),
+      row("round trip 64 B, p99, busy polling 200 µs", polled.p99, raw.p99),
       row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
       row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
+      row("round trip 64 B, p50, events in an ordinary task, busy polling 200 µs", pooledPolled.p50, raw.p50),
     ]
   }
 
