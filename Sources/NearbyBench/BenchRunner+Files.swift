@@ -1,3 +1,6 @@
+// One file: the file benchmarks (direct, through a relay process, a message during a
+// transfer, the receiver's memory) share their fixtures and the sendfile(2) baseline.
+
 import CNearbySystem
 import Dispatch
 import Nearby

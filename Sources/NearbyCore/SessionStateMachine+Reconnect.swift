@@ -1,3 +1,6 @@
+// One file: losing, suspending, resuming and ending a session share the continuity records
+// and the exactly-once rules of what is resent; split, each half would need the other's.
+
 /// Sessions that outlive their connections (PROTOCOL.md 6.5).
 ///
 /// When the connection of a session is lost without a goodbye (the peer went silent, the
