@@ -79,7 +79,6 @@ package final class EventLoop: @unchecked Sendable {
   private var running: [Work] = []
   private var handlers: [Int32: any EventLoopHandler] = [:]
   private var timers: [Timer] = []
-  private let busyPollNanoseconds: UInt64
   /// Whether to poll after activity (adaptive busy polling).
   private var pollPolicy: BusyPollPolicy
   /// Loops of this process polling right now: at most one fewer than there are CPUs, so that
@@ -98,7 +97,6 @@ package final class EventLoop: @unchecked Sendable {
   package init(name: String = "nearby-io", busyPoll: Duration = .zero) throws(SystemError) {
     _ = ignoreSIGPIPE
     self.name = name
-    self.busyPollNanoseconds = UInt64(max(0, busyPoll / .nanoseconds(1)))
     self.pollPolicy = BusyPollPolicy(window: busyPoll)
     let epoll = nearby_epoll_create()
     guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
@@ -291,7 +289,7 @@ package final class EventLoop: @unchecked Sendable {
       var count: Int32 = 0
       // With busy polling on, the time from having nothing to do until the next event.
       var idleSince: UInt64 = 0
-      if timeout != 0, busyPollNanoseconds > 0 { idleSince = Self.monotonicNanoseconds() }
+      if timeout != 0, pollPolicy.window > 0 { idleSince = Self.monotonicNanoseconds() }
       if timeout != 0, pollUntil != 0 {
         count = poll(until: pollUntil, into: &events)
         pollUntil = 0
@@ -301,10 +299,10 @@ package final class EventLoop: @unchecked Sendable {
           nearby_epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), timeout)
         }
       }
-      if count > 0, busyPollNanoseconds > 0 {
+      if count > 0, pollPolicy.window > 0 {
         let now = Self.monotonicNanoseconds()
         if idleSince != 0 { pollPolicy.noteWait(nanoseconds: now - idleSince) }
-        if pollPolicy.pollsAfterActivity { pollUntil = now + busyPollNanoseconds }
+        if pollPolicy.pollsAfterActivity { pollUntil = now + pollPolicy.window }
       }
       if count < 0 && errno != EINTR {
         preconditionFailure("epoll_wait failed: \(SystemError("epoll_wait", errno: errno))")
