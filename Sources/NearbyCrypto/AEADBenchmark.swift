@@ -11,6 +11,8 @@ package enum AEADBenchmark {
     package let records: Int
     /// The time they took.
     package let elapsed: Duration
+    /// Whether each record's plaintext was also hashed (BLAKE2b-256, as a file's bytes are).
+    package var hashed = false
 
     /// ``elapsed`` in seconds.
     package var seconds: Double {
@@ -24,7 +26,7 @@ package enum AEADBenchmark {
     package var description: String {
       let megabytes = (bytesPerSecond / 1e6 * 10).rounded() / 10
       let thousands = (recordsPerSecond / 1e3 * 10).rounded() / 10
-      return "\(cipher) \(size) B: \(thousands)k records/s, \(megabytes) MB/s"
+      return "\(hashed ? "BLAKE2b + " : "")\(cipher) \(size) B: \(thousands)k records/s, \(megabytes) MB/s"
     }
   }
 
@@ -33,9 +35,11 @@ package enum AEADBenchmark {
   /// - Parameters:
   ///   - cipher: must be available on this CPU (``RecordCipher/isAvailable``).
   ///   - size: 1 to 65 536 bytes of plaintext per record.
+  ///   - hashing: also feed each record's plaintext to one ``FileHasher`` before sealing it:
+  ///     the work a file's sender does on every byte (and its receiver, opening instead).
   ///   - clock: the clock to time with.
   package static func sealRate<C: Clock<Duration>>(
-    cipher: RecordCipher, size: Int, duration: Duration, clock: C = ContinuousClock()
+    cipher: RecordCipher, size: Int, duration: Duration, hashing: Bool = false, clock: C = ContinuousClock()
   ) -> Rate {
     precondition(cipher.isAvailable, "\(cipher) is not available on this CPU")
     precondition((1...SecureProtocol.maximumRecordPlaintext).contains(size), "size must be 1...65536")
@@ -47,15 +51,21 @@ package enum AEADBenchmark {
     // Batches of about 1 MiB (at least 8 records) between clock readings.
     let batch = max(8, (1 << 20) / size)
     var records = 0
+    let hasher = hashing ? FileHasher() : nil
     let start = clock.now
     var elapsed = Duration.zero
     plaintext.withUnsafeBytes { plaintext in
       repeat {
-        for _ in 0..<batch { sealer.seal(plaintext, into: output) }
+        for _ in 0..<batch {
+          hasher?.update(plaintext)
+          sealer.seal(plaintext, into: output)
+        }
         records += batch
         elapsed = start.duration(to: clock.now)
       } while elapsed < duration
     }
-    return Rate(cipher: cipher, size: size, records: records, elapsed: elapsed)
+    var rate = Rate(cipher: cipher, size: size, records: records, elapsed: elapsed)
+    rate.hashed = hashing
+    return rate
   }
 }

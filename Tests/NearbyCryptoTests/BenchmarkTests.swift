@@ -13,6 +13,16 @@ struct BenchmarkTests {
     #expect(rate.description.hasPrefix("\(cipher) 1024 B: "))
   }
 
+  @Test("sealRate with hashing says so in its figures", arguments: Fixture.availableCiphers)
+  func sealRateHashing(cipher: RecordCipher) {
+    let plain = AEADBenchmark.sealRate(cipher: cipher, size: 65_536, duration: .milliseconds(20))
+    let hashed = AEADBenchmark.sealRate(cipher: cipher, size: 65_536, duration: .milliseconds(20), hashing: true)
+    #expect(hashed.hashed && !plain.hashed)
+    #expect(hashed.records >= 8 && hashed.elapsed >= .milliseconds(20))
+    #expect(hashed.description.hasPrefix("BLAKE2b + \(cipher) 65536 B: "))
+    #expect(plain.description.hasPrefix("\(cipher) 65536 B: "))
+  }
+
   @Test("the handshake benchmark runs complete handshakes and times both sides")
   func handshake() {
     let cost = HandshakeBenchmark.measure(handshakes: 3)

@@ -83,15 +83,17 @@ final class FileSource: @unchecked Sendable {
       }
     }
     let wanted = Int(min(UInt64(count), item.size - min(offset, item.size)))
-    var data = [UInt8](repeating: 0, count: wanted)
-    if wanted > 0 {
-      let result = data.withUnsafeMutableBytes { FileCalls.read(fd, at: offset, count: wanted, into: $0) }
-      switch result {
-      case .failure(let error): return .failure(.system("cannot read \(item.path)", error.code))
-      case .success(let got) where got < wanted:
-        return .failure(changed(item, "it is shorter than the \(item.size) bytes offered"))
-      case .success: break
-      }
+    // Read straight into the array's storage: no zero-filling of bytes about to be read.
+    var result: Result<Int, Errno> = .success(0)
+    let data = [UInt8](unsafeUninitializedCapacity: wanted) { buffer, initialized in
+      result = wanted > 0 ? FileCalls.read(fd, at: offset, count: wanted, into: UnsafeMutableRawBufferPointer(buffer)) : .success(0)
+      initialized = (try? result.get()) ?? 0
+    }
+    switch result {
+    case .failure(let error): return .failure(.system("cannot read \(item.path)", error.code))
+    case .success(let got) where got < wanted:
+      return .failure(changed(item, "it is shorter than the \(item.size) bytes offered"))
+    case .success: break
     }
     let end = offset + UInt64(wanted)
     if hashes[index] == nil, offset <= hashedUpTo, end > hashedUpTo {
