@@ -134,15 +134,20 @@ extension NearbySession {
   // MARK: The pump
 
   /// Moves read chunks into the connection's queue while the window and the queue budget
-  /// allow; asks to be called again when the queue drains.
-  func pump(_ id: TransferID) {
-    guard let transfer = files.outgoing[id], !transfer.state.paused, transfer.state.phase == .sending else { return }
+  /// allow (at most `limit` chunks of data); asks to be called again when the queue drains.
+  /// - Returns: whether it stopped at `limit` (it may have more to queue).
+  @discardableResult
+  func pump(_ id: TransferID, limit: Int = .max) -> Bool {
+    guard let transfer = files.outgoing[id], !transfer.state.paused, transfer.state.phase == .sending else { return false }
     guard case .success(let route) = inspect({ $0.transferRoute(to: transfer.peer.id) }), let connection = connections[route.connection] else {
       transferPeerLost(transfer.peer.id)
-      return
+      return false
     }
     let budget = transferTuning.queueBudget
+    var queued = 0
+    defer { fillReads(id) }
     while let chunk = files.outgoing[id]?.ready.first {
+      guard queued < limit else { return true }
       let state = files.outgoing[id]!.state
       guard state.mayStart(index: chunk.index, offset: chunk.offset) else {
         // Read before a rewind, or beyond what is due: not for now.
@@ -169,16 +174,17 @@ extension NearbySession {
           break
         }
         files.outgoing[id]!.state.sent(index: chunk.index, count: chunk.data.count)
+        queued += 1
       }
       files.outgoing[id]!.ready.removeFirst()
       if let hash = chunk.hash {
         var actions: [OutgoingTransferState.Action] = []
         files.outgoing[id]!.state.fileRead(index: chunk.index, hash: hash, into: &actions)
         performOutgoing(id, actions)
-        guard files.outgoing[id] != nil else { return }
+        guard files.outgoing[id] != nil else { return false }
       }
     }
-    fillReads(id)
+    return false
   }
 
   /// Queues one CHUNK: straight into the send buffer on a direct session, sealed for the

@@ -129,13 +129,23 @@ extension NearbySession {
     if case .success = machine.transferRoute(to: peer) { transferPeerReachable(peer) }
   }
 
-  /// A connection's queue drained: transfers routed on it add chunks.
+  /// A connection's queue drained: transfers routed on it add chunks, one each in turn, so
+  /// that they share the queue (the first in the dictionary's order took it all, and the
+  /// others waited for it to end), starting one further along each time.
   func transferConnectionReady(_ id: ConnectionID) {
-    for transfer in Array(files.outgoing.keys) {
-      guard let outgoing = files.outgoing[transfer], case .success(let route) = inspect({ $0.transferRoute(to: outgoing.peer.id) }),
-        route.connection == id
-      else { continue }
-      pump(transfer)
+    var sharing = files.outgoing.keys.filter { transfer in
+      guard let outgoing = files.outgoing[transfer], case .success(let route) = inspect({ $0.transferRoute(to: outgoing.peer.id) }) else {
+        return false
+      }
+      return route.connection == id
+    }
+    guard !sharing.isEmpty else { return }
+    sharing.sort()
+    files.turn &+= 1
+    let first = Int(files.turn % UInt64(sharing.count))
+    sharing = Array(sharing[first...] + sharing[..<first])
+    while !sharing.isEmpty {
+      sharing = sharing.filter { pump($0, limit: 1) }
     }
   }
 

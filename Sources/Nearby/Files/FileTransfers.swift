@@ -10,6 +10,8 @@ struct FileTransfers {
   var closed: [TransferID: (peer: PeerID, reason: UInt8)] = [:]
   /// Sender: cancelled transfers whose receiver could not be told yet.
   var cancelOwed: [TransferID: PeerID] = [:]
+  /// Sender: counts the times a drained queue was shared out (whose turn is first).
+  var turn: UInt64 = 0
   /// Receiver: transfers of an earlier run, resumed when their sender offers them again.
   var restored: [TransferID: TransferStore.Record] = [:]
   var store: TransferStore?
