@@ -57,7 +57,9 @@ struct ChatCLITests {
   @Test func declineAndInvitationTimeoutReachTheInviter() async throws {
     let service = LAN.uniqueServiceType().name
     let alice = try Self.chat("alice", service, ["--accept", "ask"])
-    let bob = try Self.chat("bob", service, ["--invite-timeout", "3"])
+    // 8 s: alice's /decline must beat it on a loaded machine (with 3 s a parallel run once
+    // saw the timeout first).
+    let bob = try Self.chat("bob", service, ["--invite-timeout", "8"])
     try await bob.expect("found", where: named("alice"))
     bob.send("/invite alice")
     try await alice.expect("invitation", where: named("bob"))
@@ -67,7 +69,7 @@ struct ChatCLITests {
 
     bob.send("/invite alice")
     try await alice.expect("invitation", where: named("bob"))
-    let timedOut = try await bob.expect("declined", within: .seconds(5), where: named("alice"))
+    let timedOut = try await bob.expect("declined", within: .seconds(15), where: named("alice"))
     #expect(timedOut["reason"] as? String == "timeout")
     try await alice.expect("invitationWithdrawn", where: named("bob"))
     alice.send("/accept bob")

@@ -15,9 +15,22 @@ extension SecureTestPeer {
   /// thread of its own.
   /// - Throws: ``SecureTestPeerError`` when the handshake fails or no ACCEPT comes.
   package func joinSession(name: String, capabilities: Capabilities = []) async throws {
-    try await handshakeInBackground(payload: SecureTestPeer.helloPayload(hello(name: name, capabilities: capabilities)))
-    write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
-    let received = await readInBackground { frames in frames.contains { if case .accept = $0 { true } else { false } } }
+    // Handshake, INVITE and reading on one thread of its own: from the task that called this,
+    // on a loaded thread pool, the INVITE once left more than a short dead-peer timeout
+    // after the handshake, and the session closed the silent connection first.
+    let payload = SecureTestPeer.helloPayload(hello(name: name, capabilities: capabilities))
+    let joined: Result<Received, any Error> = await withCheckedContinuation { continuation in
+      Thread.detachNewThread { [self] in
+        do {
+          try handshake(payload: payload)
+          write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
+          continuation.resume(returning: .success(read { frames in frames.contains { if case .accept = $0 { true } else { false } } }))
+        } catch {
+          continuation.resume(returning: .failure(error))
+        }
+      }
+    }
+    let received = try joined.get()
     guard received.frames.contains(where: { if case .accept = $0 { true } else { false } }) else {
       throw SecureTestPeerError("no ACCEPT: \(received.frames), closed \(received.closed), \(received.error ?? "-")")
     }
