@@ -233,7 +233,7 @@ extension NearbySession {
       files.rateTimer = loop.schedule(after: wait) { [self] in
         assumeIsolated { session in
           session.files.rateTimer = nil
-          for id in Array(session.files.outgoing.keys) { session.pump(id) }
+          session.pumpInTurns()
         }
       }
     }

@@ -129,11 +129,16 @@ extension NearbySession {
     if case .success = machine.transferRoute(to: peer) { transferPeerReachable(peer) }
   }
 
-  /// A connection's queue drained: transfers routed on it add chunks, one each in turn, so
-  /// that they share the queue (the first in the dictionary's order took it all, and the
-  /// others waited for it to end), starting one further along each time.
-  func transferConnectionReady(_ id: ConnectionID) {
+  /// A connection's queue drained: transfers routed on it add chunks, in turns.
+  func transferConnectionReady(_ id: ConnectionID) { pumpInTurns(on: id) }
+
+  /// Transfers (those routed on connection `id`, or all) add chunks one each in turn, so
+  /// that they share the queue and the rate (the first in the dictionary's order took all of
+  /// either, and the others waited for its window to fill), starting one further along each
+  /// time.
+  func pumpInTurns(on id: ConnectionID? = nil) {
     var sharing = files.outgoing.keys.filter { transfer in
+      guard let id else { return true }
       guard let outgoing = files.outgoing[transfer], case .success(let route) = inspect({ $0.transferRoute(to: outgoing.peer.id) }) else {
         return false
       }

@@ -16,8 +16,11 @@ struct RelayTamperTests {
     let aliceKeys = SecureTestPeer.makeIdentity()
     let carolKeys = SecureTestPeer.makeIdentity()
     let relayKeys = SecureTestPeer.makeIdentity()
-    let alice = try await RunningSession.start("alice", identity: PeerIdentity(keyPair: aliceKeys))
-    let carol = try await RunningSession.start("carol", identity: PeerIdentity(keyPair: carolKeys))
+    // Mallory is a test peer that answers no PING: a dead-peer timeout of a minute keeps her
+    // (with 4 s, a full parallel run once timed her out between two steps of this test).
+    let patient: @Sendable (inout SessionConfiguration) -> Void = { $0.timeouts.deadPeer = .seconds(60) }
+    let alice = try await RunningSession.start("alice", identity: PeerIdentity(keyPair: aliceKeys), configure: patient)
+    let carol = try await RunningSession.start("carol", identity: PeerIdentity(keyPair: carolKeys), configure: patient)
     let toAlice = try SecureTestPeer(port: alice.port, identity: relayKeys)
     let toCarol = try SecureTestPeer(port: carol.port, identity: relayKeys)
     try await toAlice.joinSession(name: "mallory", capabilities: .relay)
