@@ -43,12 +43,13 @@ struct ChatCLITests {
     #expect(reply["private"] as? Bool == true)
     try await bob.expect("delivered")
 
-    // kill -9: the other side reports the loss within 5 s (the kernel closes the socket; the
-    // heartbeat would catch a silent one too): the session waits for bob to come back.
+    // kill -9: the other side reports the loss (the kernel closes the socket; the heartbeat
+    // would catch a silent one too, after 4 s): the session waits for bob to come back. The
+    // bound is 10 s: a full parallel run once took 6.2 s to show it to this test.
     let killedAt = ContinuousClock.now
     bob.child.terminate(SIGKILL)
-    try await alice.expect("reconnecting", within: .seconds(5), where: named("bob"))
-    #expect(ContinuousClock.now - killedAt < .seconds(5))
+    try await alice.expect("reconnecting", within: .seconds(10), where: named("bob"))
+    #expect(ContinuousClock.now - killedAt < .seconds(10))
     alice.send("/quit")
     #expect(await alice.wait() == 0)
     await lan.down()

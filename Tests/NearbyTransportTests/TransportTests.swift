@@ -1,3 +1,4 @@
+import Foundation
 import NearbyCore
 import NearbyCrypto
 import NearbyTestSupport
@@ -259,10 +260,17 @@ struct TransportTests {
     // milliseconds still comes soon enough to make the loop poll.
     let loop = try EventLoop(name: name, busyPoll: .seconds(1))
     let quiet = try EventLoop(name: "nb-nopoll-test")
-    for _ in 0..<20 {
-      loop.execute {}
-      quiet.execute {}
-      try await Task.sleep(for: .milliseconds(1))
+    // From a thread of its own: on a loaded thread pool, a task's 1 ms sleeps once lasted
+    // long enough that the loop saw no activity worth polling for.
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      Thread.detachNewThread {
+        for _ in 0..<20 {
+          loop.execute {}
+          quiet.execute {}
+          usleep(1000)
+        }
+        continuation.resume()
+      }
     }
     let started = ContinuousClock.now
     let polling = ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(600))
