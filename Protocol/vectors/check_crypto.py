@@ -20,7 +20,20 @@ try:
     from nacl.exceptions import BadSignatureError, CryptoError
     from nacl.signing import VerifyKey
 except ImportError:
-    sys.exit("check_crypto.py needs PyNaCl: pip install pynacl")
+    sys.exit("check_crypto.py needs PyNaCl: pip install pynacl (or Debian's python3-nacl)")
+
+if not hasattr(sodium, "crypto_box_easy"):
+    # PyNaCl before 1.6 (Debian 12's python3-nacl is 1.5) binds only NaCl's crypto_box, which
+    # it already returns without the zero padding: MAC then ciphertext, the bytes of
+    # crypto_box_easy.
+    def _box_easy(message, nonce, public, secret):
+        return sodium.crypto_box(message, nonce, public, secret)
+
+    def _box_open_easy(sealed, nonce, public, secret):
+        return sodium.crypto_box_open(sealed, nonce, public, secret)
+
+    sodium.crypto_box_easy = _box_easy
+    sodium.crypto_box_open_easy = _box_open_easy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAILURES = []
@@ -469,7 +482,7 @@ def check_envelope(vector, people):
         sealed += sodium.crypto_box_easy(key, nonce, x, e_secret)
     sealed += sodium.crypto_aead_chacha20poly1305_ietf_encrypt(body, b"", ZERO_NONCE, key)
     signed = b"nearby-v2-envelope" + origin.id + u64(int(vector["messageID"])) + u64(int(vector["timestamp"])) \
-        + u16(len(recipients)) + b"".join(p.id for p in recipients) + sealed
+        + u16(len(recipients)) + b"".join(p.id for p in recipients) + H(sealed, size=64)
     sealed += sign(origin.seed, signed)
     check(where + " ephemeralPublic", unhex(vector["ephemeralPublic"]), e_public)
     check(where + " sealed", unhex(vector["sealed"]), sealed)

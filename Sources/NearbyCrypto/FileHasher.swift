@@ -1,6 +1,6 @@
 import CSodium
 
-/// BLAKE2b-256 of a file's bytes, fed as they are read or written (libsodium's incremental
+/// BLAKE2b (256 bits for a file, 512 for an envelope's signature) of bytes fed as they come: a file's as it is read or written (libsodium's incremental
 /// `crypto_generichash_init`/`_update`/`_final`). Unkeyed and without a label, so that it
 /// equals `b2sum -l 256` and people can check a file with other tools (PROTOCOL.md 13.4).
 ///
@@ -10,11 +10,17 @@ package final class FileHasher: @unchecked Sendable {
   /// Bytes hashed so far.
   package private(set) var count: UInt64 = 0
 
-  package init() {
+  /// Bytes of the hash.
+  package let outputCount: Int
+
+  /// - Parameter outputCount: 16 to 64 bytes (32 for files, 64 for envelopes' signatures).
+  package init(outputCount: Int = 32) {
     Sodium.ensureInitialized()
+    precondition((16...64).contains(outputCount), "BLAKE2b output of \(outputCount) bytes")
+    self.outputCount = outputCount
     // The state type is over-aligned in C (64 bytes), so Swift imports it as opaque.
     state = UnsafeMutableRawPointer.allocate(byteCount: crypto_generichash_statebytes(), alignment: 64)
-    let status = crypto_generichash_init(OpaquePointer(state), nil, 0, 32)
+    let status = crypto_generichash_init(OpaquePointer(state), nil, 0, outputCount)
     precondition(status == 0, "crypto_generichash_init failed")
   }
 
@@ -28,10 +34,10 @@ package final class FileHasher: @unchecked Sendable {
 
   package func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
-  /// The 32-byte hash. The hasher is spent afterwards.
+  /// The hash (``outputCount`` bytes). The hasher is spent afterwards.
   package func finalize() -> [UInt8] {
-    var output = [UInt8](repeating: 0, count: 32)
-    output.withUnsafeMutableBufferPointer { _ = crypto_generichash_final(OpaquePointer(state), $0.baseAddress!, 32) }
+    var output = [UInt8](repeating: 0, count: outputCount)
+    output.withUnsafeMutableBufferPointer { _ = crypto_generichash_final(OpaquePointer(state), $0.baseAddress!, outputCount) }
     return output
   }
 
