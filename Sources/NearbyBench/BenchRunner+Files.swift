@@ -13,7 +13,8 @@ import Synchronization
 #endif
 
 /// `files`: one large file over loopback (1 GiB; 64 MiB with --quick), next to the 64 KiB
-/// message throughput of the same run and `sendfile(2)` of the same file over raw TCP; the
+/// message throughput of the same run, `sendfile(2)` of the same file over raw TCP, a synced
+/// copy of it into the download folder and one core hashing and sealing its bytes; the
 /// latency of a chat message sent during the transfer next to the same without it; and the
 /// resident memory a receiving process grows by while it takes the file.
 extension BenchRunner {
@@ -41,6 +42,8 @@ extension BenchRunner {
     let messages = try await oneWay(size: 65_536, count: size >> 16)
     progress("files: sendfile(2) of the same file over raw TCP")
     let raw = try await BenchFiles.offPool { try BenchFiles.sendfileOneWay(source) }
+    progress("files: copying the file into the download folder, synced (what saving it costs there)")
+    let copied = try await BenchFiles.offPool { try BenchFiles.copyAndSync(source, to: folder + "/in-process/copy.bin") }
     // What each byte of a file costs either side at least, without any I/O: a BLAKE2b and an
     // AEAD pass (the sender seals, the receiver opens), on one core.
     let cipher: RecordCipher = RecordCipher.aes256GCM.isAvailable ? .aes256GCM : .chacha20Poly1305
@@ -66,6 +69,9 @@ extension BenchRunner {
       BenchmarkResult(
         name: "files", figure: "\(label) file one way", unit: "MB/s", ours: megabytes(transfer.time), baseline: megabytes(raw),
         baselineName: "raw TCP sendfile(2) of the file", higherIsBetter: true),
+      BenchmarkResult(
+        name: "files", figure: "\(label) file one way", unit: "MB/s", ours: megabytes(transfer.time), baseline: megabytes(copied),
+        baselineName: "copying the file into the download folder, fsync at the end", higherIsBetter: true),
       BenchmarkResult(
         name: "files", figure: "\(label) file one way", unit: "MB/s", ours: megabytes(transfer.time),
         baseline: hashAndSeal.bytesPerSecond / 1e6, baselineName: "BLAKE2b and sealing of 64 KiB, one core (\(cipher))", higherIsBetter: true),
@@ -376,6 +382,33 @@ enum BenchFiles {
       guard written == count else { throw BenchError("cannot write \(path)") }
       left -= count
     }
+  }
+
+  /// Copies `source` into a new file `destination` (128 KiB reads and writes, as chunks
+  /// arrive) and syncs it, as a received file is made durable before its rename; removes the
+  /// copy. - Returns: the time from the first read to the end of the `fsync`.
+  static func copyAndSync(_ source: String, to destination: String) throws -> Duration {
+    let input = open(source, O_RDONLY | O_CLOEXEC)
+    guard input >= 0 else { throw BenchError("cannot open \(source)") }
+    defer { close(input) }
+    let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard output >= 0 else { throw BenchError("cannot create \(destination)") }
+    defer {
+      close(output)
+      unlink(destination)
+    }
+    var buffer = [UInt8](repeating: 0, count: 128 << 10)
+    let clock = ContinuousClock()
+    let start = clock.now
+    while true {
+      let count = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
+      guard count >= 0 else { throw BenchError("cannot read \(source)") }
+      if count == 0 { break }
+      let written = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress, count) }
+      guard written == count else { throw BenchError("cannot write \(destination)") }
+    }
+    guard fsync(output) == 0 else { throw BenchError("cannot sync \(destination)") }
+    return clock.now - start
   }
 
   static func remove(_ path: String) async {
