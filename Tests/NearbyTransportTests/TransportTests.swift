@@ -260,22 +260,26 @@ struct TransportTests {
     // milliseconds still comes soon enough to make the loop poll.
     let loop = try EventLoop(name: name, busyPoll: .seconds(1))
     let quiet = try EventLoop(name: "nb-nopoll-test")
-    // From a thread of its own: on a loaded thread pool, a task's 1 ms sleeps once lasted
-    // long enough that the loop saw no activity worth polling for.
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    // From a thread of its own, which starts the samplers too: on a loaded thread pool, a
+    // task's 1 ms sleeps once lasted long enough that the loop saw no activity worth polling
+    // for, and a task resumed after the loop's window once sampled only its sleep.
+    let (polling, notPolling, after) = await withCheckedContinuation {
+      (continuation: CheckedContinuation<(ThreadStateSampler, ThreadStateSampler, ThreadStateSampler), Never>) in
       Thread.detachNewThread {
         for _ in 0..<20 {
           loop.execute {}
           quiet.execute {}
           usleep(1000)
         }
-        continuation.resume()
+        let started = ContinuousClock.now
+        continuation.resume(
+          returning: (
+            ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(600)),
+            ThreadStateSampler(named: "nb-nopoll-test", after: started, from: .zero, until: .milliseconds(600)),
+            ThreadStateSampler(named: name, after: started, from: .milliseconds(1500), until: .milliseconds(1600), every: .milliseconds(20))
+          ))
       }
     }
-    let started = ContinuousClock.now
-    let polling = ThreadStateSampler(named: name, after: started, from: .zero, until: .milliseconds(600))
-    let notPolling = ThreadStateSampler(named: "nb-nopoll-test", after: started, from: .zero, until: .milliseconds(600))
-    let after = ThreadStateSampler(named: name, after: started, from: .milliseconds(1500), until: .milliseconds(1600), every: .milliseconds(20))
     let during = try await polling.result()
     let quietStates = try await notPolling.result()
     let afterStates = try await after.result()
