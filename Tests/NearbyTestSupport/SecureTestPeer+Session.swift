@@ -18,19 +18,20 @@ extension SecureTestPeer {
     // Handshake, INVITE and reading on one thread of its own: from the task that called this,
     // on a loaded thread pool, the INVITE once left more than a short dead-peer timeout
     // after the handshake, and the session closed the silent connection first.
-    let payload = SecureTestPeer.helloPayload(hello(name: name, capabilities: capabilities))
-    let joined: Result<Received, any Error> = await withCheckedContinuation { continuation in
+    let joined: Result<Void, any Error> = await withCheckedContinuation { continuation in
       Thread.detachNewThread { [self] in
-        do {
-          try handshake(payload: payload)
-          write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
-          continuation.resume(returning: .success(read { frames in frames.contains { if case .accept = $0 { true } else { false } } }))
-        } catch {
-          continuation.resume(returning: .failure(error))
-        }
+        continuation.resume(returning: Result { try joinSessionBlocking(name: name, capabilities: capabilities) })
       }
     }
-    let received = try joined.get()
+    try joined.get()
+  }
+
+  /// ``joinSession(name:capabilities:)`` on the calling thread (blocking): for a thread that
+  /// goes on sending at once, with no hop through the thread pool in between.
+  package func joinSessionBlocking(name: String, capabilities: Capabilities = []) throws {
+    try handshake(payload: SecureTestPeer.helloPayload(hello(name: name, capabilities: capabilities)))
+    write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 30_000, context: [])))
+    let received = read { frames in frames.contains { if case .accept = $0 { true } else { false } } }
     guard received.frames.contains(where: { if case .accept = $0 { true } else { false } }) else {
       throw SecureTestPeerError("no ACCEPT: \(received.frames), closed \(received.closed), \(received.error ?? "-")")
     }

@@ -147,17 +147,33 @@ struct HostileLoadTests {
     try await connect(bob, alice)
     var pings: [UInt8] = []
     for nonce in 0..<5000 { FrameEncoder.encode(.ping(nonce: UInt64(nonce)), into: &pings) }
-    // Joined last: a peer silent for 600 ms is timed out here.
+    // Joined last: a peer silent for 600 ms is timed out here. It joins and floods from one
+    // thread: with a hop through the thread pool between the two (a detached task that
+    // started the thread), full parallel runs saw its first PINGs come after the timeout.
     let flooder = try SecureTestPeer(port: alice.port)
-    try await flooder.joinSession(name: "flooder")
     let flood = FrameFlood()
-    let flooding = Task.detached { [pings] in
-      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    let flooding = Task.detached { [pings] () -> (any Error)? in
+      await withCheckedContinuation { (continuation: CheckedContinuation<(any Error)?, Never>) in
         Thread.detachNewThread {
+          do {
+            try flooder.joinSessionBlocking(name: "flooder")
+          } catch {
+            flood.stop.store(true, ordering: .relaxed)
+            continuation.resume(returning: error)
+            return
+          }
+          flood.joined.store(true, ordering: .relaxed)
           while !flood.stop.load(ordering: .relaxed), flooder.sendSealed(pings) { flood.sent.add(5000, ordering: .relaxed) }
-          continuation.resume()
+          continuation.resume(returning: nil)
         }
       }
+    }
+    while !flood.joined.load(ordering: .relaxed), !flood.stop.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(5)) }
+    if flood.stop.load(ordering: .relaxed), let error = await flooding.value {
+      Issue.record("the flooder could not join: \(error)")
+      try await bob.stop()
+      try await alice.stop()
+      return
     }
     // Round trips between bob and alice while the flood runs.
     var slowest = Duration.zero
@@ -180,9 +196,10 @@ struct HostileLoadTests {
     }
     flood.stop.store(true, ordering: .relaxed)
     flooder.shutdownWrite()
-    await flooding.value
+    _ = await flooding.value
     print("flood of PINGs: \(flood.sent.load(ordering: .relaxed)) sent; slowest message round trip of bob meanwhile \(slowest)")
-    #expect(flood.sent.load(ordering: .relaxed) > 100_000, "the flood was not a flood")
+    let closings = alice.events.all.filter { if case .disconnected = $0 { true } else { false } }
+    #expect(flood.sent.load(ordering: .relaxed) > 100_000, "the flood was not a flood; alice's disconnections: \(closings)")
     #expect(!bob.events.all.contains { if case .disconnected = $0 { true } else { false } })
     #expect(await alice.session.connectedPeers.contains(bob.peer))
     try await bob.stop()
@@ -190,6 +207,7 @@ struct HostileLoadTests {
   }
 
   final class FrameFlood: Sendable {
+    let joined = Atomic<Bool>(false)
     let stop = Atomic<Bool>(false)
     let sent = Atomic<Int>(0)
   }
