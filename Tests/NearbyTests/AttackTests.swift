@@ -15,6 +15,11 @@ import Testing
 /// real protocol version 2 with a key of its own (``SecureTestPeer``).
 @Suite("Attacks from the LAN fail")
 struct AttackTests {
+  /// For sessions that test peers connect to: those answer no PING, and a full parallel run
+  /// once resumed a test between its handshake and its INVITE only after the default 4 s
+  /// dead-peer timeout had closed the connection.
+  static func patient(_ configuration: inout SessionConfiguration) { configuration.timeouts.deadPeer = .seconds(60) }
+
   /// Mallory's handshake payload: a HELLO in her name (or in someone else's).
   static func hello(_ mallory: SecureTestPeer, claiming id: PeerID? = nil, name: String = "mallory", relay: Bool = false) -> [UInt8] {
     SecureTestPeer.helloPayload(
@@ -23,7 +28,7 @@ struct AttackTests {
   }
 
   @Test func claimingAConnectedPeersIdWithoutItsKeyDoesNotTakeOverItsSession() async throws {
-    let alice = try await RunningSession.start("alice", policy: .all)
+    let alice = try await RunningSession.start("alice", policy: .all, configure: Self.patient)
     let bob = try await RunningSession.start("bob")
     try await connect(bob, alice)
     // Mallory says she is bob (his id, his name) and invites alice.
@@ -65,7 +70,7 @@ struct AttackTests {
   /// The relay bit does not let a peer put words in others' mouths: its made-up messages
   /// "from carol" and a roster that gives carol its own key are dropped and reported.
   @Test func aPeerClaimingToBeARelayCannotForgeSenders() async throws {
-    let alice = try await RunningSession.start("alice", policy: .all)
+    let alice = try await RunningSession.start("alice", policy: .all, configure: Self.patient)
     let carol = try await RunningSession.start("carol")
     let mallory = try SecureTestPeer(port: alice.port)
     try await mallory.handshakeInBackground(payload: Self.hello(mallory, relay: true))
@@ -92,6 +97,7 @@ struct AttackTests {
   @Test func anAllowListCannotBeBypassedByClaimingAnAllowedId() async throws {
     let bob = try await RunningSession.start("bob")
     let relay = try await RunningSession.start("relay", policy: .none) {
+      Self.patient(&$0)
       $0.isRelay = true
       $0.allowList = [bob.peer.id]
     }

@@ -114,6 +114,9 @@ struct BadInputTests {
   func attack(_ attack: Attack) async throws {
     var timeouts = ConnectionTimeouts()
     timeouts.handshake = .milliseconds(400)
+    // Mallory answers no PING: a minute before she counts as dead (with 4 s, a full parallel
+    // run once resumed an attack after its handshake only when alice had closed her as dead).
+    timeouts.deadPeer = .seconds(60)
     let alice = try await RunningSession.start("alice", policy: .all) { $0.timeouts = timeouts }
     let bob = try await RunningSession.start("bob")
     try await connect(bob, alice)

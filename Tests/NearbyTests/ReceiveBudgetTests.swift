@@ -35,9 +35,13 @@ struct ReceiveBudgetTests {
     }
     let bob = try await RunningSession.start("bob")
     try await connect(bob, alice)
-    let (big, middle, small) = (try SecureTestPeer(port: alice.port), try SecureTestPeer(port: alice.port), try SecureTestPeer(port: alice.port))
+    // Each connects just before it joins: connected at once, the later ones waited for the
+    // first's join and a loaded full run saw their handshakes time out (5 s) meanwhile.
+    let big = try SecureTestPeer(port: alice.port)
     try await big.joinSession(name: "big")
+    let middle = try SecureTestPeer(port: alice.port)
     try await middle.joinSession(name: "middle")
+    let small = try SecureTestPeer(port: alice.port)
     try await small.joinSession(name: "small")
 
     // A real message from `middle`, sent all but its last 100 bytes.
