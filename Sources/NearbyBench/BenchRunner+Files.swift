@@ -1,5 +1,6 @@
 // One file: the file benchmarks (direct, through a relay process, a message during a
-// transfer, the receiver's memory) share their fixtures and the sendfile(2) baseline.
+// transfer, the receiver's memory) share their fixtures and their baselines (sendfile(2),
+// a synced copy into the download folder, hashing and sealing on one core).
 
 import CNearbySystem
 import Dispatch
