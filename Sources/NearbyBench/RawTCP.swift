@@ -1,5 +1,6 @@
 import CNearbySystem
 import NearbyCore
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -81,10 +82,25 @@ enum RawTCP {
     return times
   }
 
+  /// What a one-way run took: the time from the first write to the last byte read, and the
+  /// CPU time of the writing and of the reading thread (the kernel's work for each byte on
+  /// either side, with whatever the loopback's receive path runs on the writer's CPU).
+  struct OneWay {
+    var elapsed: Duration
+    var writerCPU: Duration
+    var readerCPU: Duration
+  }
+
+  /// The calling thread's CPU time so far.
+  static func threadCPUTime() -> Duration {
+    var spec = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec)
+    return .seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)
+  }
+
   /// One-way throughput: `count` frames, written one `send` per frame or in batches of
   /// `batchBytes`, read and counted (by their length prefixes) on the other side.
-  /// - Returns: the time from the first write to the last byte read.
-  static func oneWay(frame: [UInt8], count: Int, batchBytes: Int?) -> Duration {
+  static func oneWay(frame: [UInt8], count: Int, batchBytes: Int?) -> OneWay {
     let (a, b) = pair()
     defer {
       close(a)
@@ -93,7 +109,10 @@ enum RawTCP {
     let total = frame.count * count
     let clock = ContinuousClock()
     let start = clock.now
+    let writerCPU = Mutex(Duration.zero)
     let writer = Thread {
+      let cpuStart = threadCPUTime()
+      defer { writerCPU.withLock { $0 = threadCPUTime() - cpuStart } }
       if let batchBytes {
         let perBatch = max(1, batchBytes / frame.count)
         var batch: [UInt8] = []
@@ -112,6 +131,7 @@ enum RawTCP {
       }
     }
     writer.start()
+    let readerStart = threadCPUTime()
     // Read and walk the frames (length prefixes), as a receiver must.
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     var received = 0
@@ -140,9 +160,10 @@ enum RawTCP {
       }
     }
     let elapsed = clock.now - start
+    let readerCPU = threadCPUTime() - readerStart
     writer.join()
     precondition(frames == count, "raw TCP lost frames: \(frames) of \(count)")
-    return elapsed
+    return OneWay(elapsed: elapsed, writerCPU: writerCPU.withLock { $0 }, readerCPU: readerCPU)
   }
 }
 
