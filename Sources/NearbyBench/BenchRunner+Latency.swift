@@ -1,4 +1,5 @@
 import Nearby
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -31,6 +32,8 @@ extension BenchRunner {
     var pooledTimes: [Duration] = []
     var pooledPollingTimes: [Duration] = []
     var rawTimes: [Duration] = []
+    var sharingTimes: [Duration] = []
+    var rawSharingTimes: [Duration] = []
     let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
       onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
@@ -38,6 +41,14 @@ extension BenchRunner {
       pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false)
       pooledPollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false, busyPoll: polling)
       rawTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+      // The same with one CPU kept busy by a thread that spins: on two CPUs the pair then
+      // shares the other one, and a round trip costs CPU time rather than wake-ups.
+      if Spinner.worthRunning {
+        let spinner = Spinner()
+        sharingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
+        rawSharingTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+        spinner.stop()
+      }
     }
     let onLoop = Percentiles(onLoopTimes)
     let polled = Percentiles(pollingTimes)
@@ -57,6 +68,23 @@ extension BenchRunner {
       row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
       row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
       row("round trip 64 B, p50, events in an ordinary task, busy polling 200 µs", pooledPolled.p50, raw.p50),
+    ] + sharingRows(sharingTimes, rawSharingTimes)
+  }
+
+  /// Rows of the round trips with a CPU kept busy, next to raw TCP's under the same load
+  /// (none on a machine with more than two CPUs, where a spinning thread changes nothing).
+  private func sharingRows(_ ours: [Duration], _ raw: [Duration]) -> [BenchmarkResult] {
+    guard !ours.isEmpty, !raw.isEmpty else { return [] }
+    let ours = Percentiles(ours)
+    let raw = Percentiles(raw)
+    let baseline = "raw TCP ping-pong, the same spinning thread"
+    return [
+      BenchmarkResult(
+        name: "latency", figure: "round trip 64 B, p50, another thread spinning on a CPU", unit: "µs", ours: ours.p50.microseconds,
+        baseline: raw.p50.microseconds, baselineName: baseline, higherIsBetter: false),
+      BenchmarkResult(
+        name: "latency", figure: "round trip 64 B, p99, another thread spinning on a CPU", unit: "µs", ours: ours.p99.microseconds,
+        baseline: raw.p99.microseconds, baselineName: baseline, higherIsBetter: false),
     ]
   }
 
@@ -101,5 +129,26 @@ extension BenchRunner {
     await a.stop()
     await b.stop()
     return Array(times.dropFirst(100))
+  }
+}
+
+/// A thread that spins until stopped, keeping one CPU busy.
+final class Spinner: Sendable {
+  private final class Flag: Sendable { let running = Atomic<Bool>(true) }
+  private let flag = Flag()
+  private let thread: Thread
+
+  /// Only on two CPUs: the figure it gives is that of a pair of threads sharing one CPU.
+  static var worthRunning: Bool { sysconf(Int32(_SC_NPROCESSORS_ONLN)) == 2 }
+
+  init() {
+    let flag = flag
+    thread = Thread { while flag.running.load(ordering: .relaxed) {} }
+    thread.start()
+  }
+
+  func stop() {
+    flag.running.store(false, ordering: .relaxed)
+    thread.join()
   }
 }
