@@ -46,10 +46,14 @@ public struct RelayedPeer: Hashable, Sendable {
   public let via: Peer
   /// Where it is, when the relay federates sites (``NearbySession/site(of:)``).
   public let site: PeerSite?
-  public init(peer: Peer, via: Peer, site: PeerSite? = nil) {
+  /// Its key is verified in the known-peers file (its code was compared in a direct session
+  /// once; an id owns its key, so a relay cannot pass another key off as this peer's).
+  public let isVerified: Bool
+  public init(peer: Peer, via: Peer, site: PeerSite? = nil, isVerified: Bool = false) {
     self.peer = peer
     self.via = via
     self.site = site
+    self.isVerified = isVerified
   }
 }
 
@@ -248,7 +252,10 @@ public actor LineChat {
   /// Peers reached through relays, with their sites when relays federate.
   private func relayedPeers() async -> [RelayedPeer] {
     var result: [RelayedPeer] = []
-    for (peer, via) in await session.relayedPeers { result.append(RelayedPeer(peer: peer, via: via, site: await session.site(of: peer.id))) }
+    let verified = Set(session.knownPeers.filter(\.isVerified).map(\.id))
+    for (peer, via) in await session.relayedPeers {
+      result.append(RelayedPeer(peer: peer, via: via, site: await session.site(of: peer.id), isVerified: verified.contains(peer.id)))
+    }
     return result
   }
 

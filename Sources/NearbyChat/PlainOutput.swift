@@ -24,17 +24,21 @@ public struct PlainOutput: ChatOutput {
   /// Waits while a queued writer (``OutputWriter/init(fd:queueLimit:)``) is full.
   public func waitForRoom() async { await writer.waitForRoom() }
 
-  /// `carol (0c1d2e3f) via r1 (5e6f7a8b) at site3`, or `..., offline (last at site3)`.
+  /// `carol (0c1d2e3f) [unverified] via r1 (5e6f7a8b) at site3`, or `..., offline (last at site3)`.
   static func relayedText(_ relayed: RelayedPeer) -> String {
-    let base = "\(EventFormatter.label(relayed.peer)) via \(EventFormatter.label(relayed.via))"
+    let peer = EventFormatter.label(relayed.peer) + (relayed.isVerified ? "" : " [unverified]")
+    let base = "\(peer) via \(EventFormatter.label(relayed.via))"
     guard let site = relayed.site else { return base }
     let name = EventFormatter.sanitize(site.name.isEmpty ? "another site" : site.name)
     return site.isOnline ? base + " at \(name)" : base + " offline (last at \(name): messages wait for it)"
   }
 
-  /// `{"peer": ..., "via": ..., "site": "site3", "online": true}` (site and online only when known).
+  /// `{"peer": ..., "via": ..., "verified": false, "site": "site3", "online": true}` (site and
+  /// online only when known).
   static func relayedJSON(_ relayed: RelayedPeer) -> JSONValue {
-    var members: [(String, JSONValue)] = [("peer", EventFormatter.peerJSON(relayed.peer)), ("via", EventFormatter.peerJSON(relayed.via))]
+    var members: [(String, JSONValue)] = [
+      ("peer", EventFormatter.peerJSON(relayed.peer)), ("via", EventFormatter.peerJSON(relayed.via)), ("verified", .bool(relayed.isVerified)),
+    ]
     if let site = relayed.site {
       members.append(("site", .string(site.name)))
       members.append(("online", .bool(site.isOnline)))

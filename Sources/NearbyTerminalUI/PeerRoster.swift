@@ -12,9 +12,12 @@ public struct PeerRoster: Equatable, Sendable {
   /// Peers reached through a relay.
   public private(set) var relayed: [PeerID: Peer] = [:]
   /// A short mark shown after a peer's name in the status bar: ``unverifiedMark`` for a
-  /// peer connected without a verified key (its code was never compared: `/verify`, then
-  /// `/trust`), cleared when it is verified.
+  /// peer connected or reached through a relay without a verified key (its code was never
+  /// compared: `/verify`, then `/trust`), cleared when it is verified.
   public private(set) var marks: [PeerID: String] = [:]
+  /// Peers whose keys are verified in the known-peers file, as far as the chat has seen
+  /// (connections, `/who`, `/trust` and the session's snapshots).
+  public private(set) var verified: Set<PeerID> = []
 
   /// The mark of a connected peer whose key is not verified.
   public static let unverifiedMark = "?"
@@ -27,9 +30,15 @@ public struct PeerRoster: Equatable, Sendable {
     case .peers(let peers): found = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
     case .who(let peers, let verified):
       connected = Dictionary(peers.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-      for peer in peers { marks[peer.id] = verified.contains(peer.id) ? nil : Self.unverifiedMark }
+      self.verified = verified
+      markReachablePeers()
     case .invitations(let pending): inviting = Dictionary(pending.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
-    case .relayed(let peers): relayed = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
+    case .relayed(let peers):
+      relayed = Dictionary(peers.map { ($0.peer.id, $0.peer) }, uniquingKeysWith: { $1 })
+      for peer in peers {
+        if peer.isVerified { verified.insert(peer.peer.id) } else { verified.remove(peer.peer.id) }
+      }
+      markReachablePeers()
     case .ready, .sent, .settled, .notice, .error, .transfers: break
     }
   }
@@ -43,20 +52,35 @@ public struct PeerRoster: Equatable, Sendable {
     case .connected(let peer, let security):
       connected[peer.id] = peer
       inviting[peer.id] = nil
+      if security.isVerified { verified.insert(peer.id) } else { verified.remove(peer.id) }
       marks[peer.id] = security.isVerified ? nil : Self.unverifiedMark
-    case .trusted(let peer): marks[peer.id] = nil
+    case .trusted(let peer):
+      verified.insert(peer.id)
+      marks[peer.id] = nil
     case .disconnected(let peer, _): connected[peer.id] = nil
-    case .reachable(let peer, _): relayed[peer.id] = peer
+    case .reachable(let peer, _):
+      relayed[peer.id] = peer
+      marks[peer.id] = verified.contains(peer.id) ? nil : Self.unverifiedMark
     case .unreachable(let peer): relayed[peer.id] = nil
     default: break
     }
   }
 
-  /// Replaces everything with what the session reports.
-  public mutating func replace(found: [Peer], connected: [Peer], inviting: [Peer]) {
+  /// Replaces everything with what the session reports (`verified`: nil leaves what is known
+  /// of verified keys as it is).
+  public mutating func replace(found: [Peer], connected: [Peer], inviting: [Peer], verified: Set<PeerID>? = nil) {
     self.found = Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
     self.connected = Dictionary(connected.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
     self.inviting = Dictionary(inviting.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    if let verified {
+      self.verified = verified
+      markReachablePeers()
+    }
+  }
+
+  /// Marks every connected or relayed peer by whether its key is verified.
+  private mutating func markReachablePeers() {
+    for id in Set(connected.keys).union(relayed.keys) { marks[id] = verified.contains(id) ? nil : Self.unverifiedMark }
   }
 
   /// Sets or clears (nil) the mark shown after a peer's name.

@@ -83,7 +83,8 @@ public enum TerminalChat {
               let found = await session.discoveredPeers.map(\.peer)
               let connected = await session.connectedPeers
               let inviting = await session.pendingInvitations.map(\.peer)
-              controller.send(.roster(found: found, connected: connected, inviting: inviting))
+              let verified = Set(session.knownPeers.filter(\.isVerified).map(\.id))
+              controller.send(.roster(found: found, connected: connected, inviting: inviting, verified: verified))
             }
           }
         ],

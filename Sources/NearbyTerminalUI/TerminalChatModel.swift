@@ -53,7 +53,7 @@ public struct TerminalChatModel: Sendable {
     case line(ChatLine)
     case resize(Size)
     /// What the session knows about peers (corrects the counts).
-    case roster(found: [Peer], connected: [Peer], inviting: [Peer])
+    case roster(found: [Peer], connected: [Peer], inviting: [Peer], verified: Set<PeerID>? = nil)
     /// The history file of a conversation (asked for with ``Effect/openLog(_:)``), oldest first.
     case restored(Conversation.ID, [LogRecord])
     /// Repaint everything (after a suspend).
@@ -169,8 +169,8 @@ public struct TerminalChatModel: Sendable {
       size = newSize
       screen += "\u{1B}[H\u{1B}[2J"
       drawn = []
-    case .roster(let found, let connected, let inviting):
-      roster.replace(found: found, connected: connected, inviting: inviting)
+    case .roster(let found, let connected, let inviting, let verified):
+      roster.replace(found: found, connected: connected, inviting: inviting, verified: verified)
     case .restored(let id, let records):
       restore(id, records)
     case .redraw:

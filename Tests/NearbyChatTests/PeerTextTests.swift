@@ -109,6 +109,22 @@ struct PeerTextTests {
     #expect(output.render(Self.message("it is me", from: other))?.hasSuffix("] Alice (\(other.id.shortHex)): it is me") == true)
   }
 
+  @Test func peersReachedThroughRelaysSayWhetherTheirKeysAreVerified() throws {
+    let relay = Self.peer("r1", 3)
+    let carol = Self.peer("carol", 4)
+    let dave = Self.peer("dave", 5)
+    let line = ChatLine.relayed([
+      RelayedPeer(peer: carol, via: relay, isVerified: false),
+      RelayedPeer(peer: dave, via: relay, site: PeerSite(name: "site3", isOnline: true), isVerified: true),
+    ])
+    #expect(
+      PlainOutput(json: false).render(line)
+        == "* through relays: carol (\(carol.id.shortHex)) [unverified] via r1 (\(relay.id.shortHex)), dave (\(dave.id.shortHex)) via r1 (\(relay.id.shortHex)) at site3"
+    )
+    let json = try #require(PlainOutput(json: true).render(line))
+    #expect(json.contains(#""verified":false"#) && json.contains(#""verified":true"#), "\(json)")
+  }
+
   @Test func theMemoryOfNamesIsBounded() {
     var names = KnownPeerNames()
     let first = Self.peer("first", 0)

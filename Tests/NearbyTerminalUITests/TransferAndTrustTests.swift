@@ -58,6 +58,28 @@ import Testing
     #expect(chat.statusBar.hasPrefix("[1:all] 2:bob(1!) 3:carol(1!) │"), "\(chat.statusBar)")
   }
 
+  @Test func aPeerReachedThroughARelayIsMarkedUnlessItsKeyIsVerified() {
+    var chat = ChatScreenHarness(columns: 70, rows: 12)
+    let relay = Fixtures.peer("r1", 0x7E1A)
+    chat.receive(.event(.reachable(Fixtures.carol, via: relay)))
+    chat.receive(Fixtures.message("c", from: Fixtures.carol, isPrivate: true))
+    #expect(chat.statusBar.hasPrefix("[1:all] 2:carol ?(1!) │"), "\(chat.statusBar)")
+    // The session's snapshot: carol's key was verified (in a direct session, once).
+    chat.send(.roster(found: [], connected: [], inviting: [], verified: [Fixtures.carol.id]))
+    #expect(chat.statusBar.hasPrefix("[1:all] 2:carol(1!) │"), "\(chat.statusBar)")
+    // Forgotten since (`nearby peers forget`): /who's list of relayed peers says so.
+    chat.receive(.relayed([RelayedPeer(peer: Fixtures.carol, via: relay, isVerified: false)]))
+    #expect(chat.statusBar.hasPrefix("[1:all] 2:carol ?(1!) │"), "\(chat.statusBar)")
+    // Reachable again later, once the chat knows the key is verified: no mark.
+    chat.receive(.event(.trusted(Fixtures.carol)))
+    chat.receive(.event(.unreachable(Fixtures.carol)))
+    chat.receive(.event(.reachable(Fixtures.carol, via: relay)))
+    #expect(chat.statusBar.hasPrefix("[1:all] 2:carol(1!) │"), "\(chat.statusBar)")
+    // A snapshot without the verified set leaves what the chat knows.
+    chat.send(.roster(found: [], connected: [], inviting: []))
+    #expect(chat.statusBar.hasPrefix("[1:all] 2:carol(1!) │"), "\(chat.statusBar)")
+  }
+
   // MARK: Transfers
 
   @Test func anOfferOpensThePeersConversationCountsAsUnreadAndRings() {
