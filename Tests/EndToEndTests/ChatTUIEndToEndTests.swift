@@ -15,9 +15,9 @@ import Testing
 struct ChatTUIEndToEndTests {
   /// The shell command that starts alice's chat in the tmux shell and leaves its pid in a file
   /// (`exec`: the pid is the chat's).
-  static func startAlice(_ tmux: Tmux, directory: String, service: ServiceType, extra: String = "") async throws {
+  static func startAlice(_ tmux: Tmux, directory: String, service: ServiceType, extra: String = "", environment: String = "") async throws {
     let command =
-      "sh -c 'echo $$ > \(directory)/alice.pid; exec \(NearbyBinary.path) chat --name alice --state-dir \(directory)/alice"
+      "sh -c 'echo $$ > \(directory)/alice.pid; exec \(environment)\(NearbyBinary.path) chat --name alice --state-dir \(directory)/alice"
       + " --service \(service.name)\(extra)'"
     try await tmux.type(command)
     try await tmux.press("Enter")
@@ -155,5 +155,24 @@ struct ChatTUIEndToEndTests {
     // The history file keeps what was typed, for the next run.
     let history = try String(contentsOfFile: directory.path + "/alice/history", encoding: .utf8)
     #expect(history == "/who\n")
+  }
+
+  /// NO_COLOR (https://no-color.org): set and not empty, the chat writes no styles at all;
+  /// empty, it changes nothing.
+  @Test(arguments: [("env NO_COLOR=1 ", false), ("env NO_COLOR= ", true)])
+  func noColorInTheEnvironment(_ environment: String, styled: Bool) async throws {
+    let directory = try TemporaryDirectory()
+    try await Self.withTmux(columns: 80, rows: 24) { tmux in
+      try await Self.startAlice(tmux, directory: directory.path, service: LAN.uniqueServiceType(), environment: environment)
+      try await tmux.waitForScreen("the prompt") { Self.isPrompt($0.lastContent) }
+      // An error line (nobody is connected), in the error style when there are styles.
+      try await tmux.type("colours?")
+      try await tmux.press("Enter")
+      try await tmux.waitForScreen("the error") { $0.contains { $0.contains("! not sent") } }
+      let escaped = try await tmux.command("capture-pane", "-e", "-p", "-t", tmux.target)
+      #expect(escaped.contains("\u{1B}[") == styled, "\(escaped)")
+      try await tmux.press("C-d")
+      try await Self.expectCookedShell(tmux, directory: directory.path)
+    }
   }
 }
