@@ -195,7 +195,7 @@ public final class Federation: FederationLink, @unchecked Sendable {
           }
         }
       } catch {
-        self.report(.setupFailed("\(error)"))
+        self.report(.unusable("\(error)"))
         self.queue.async { self.finish() }
       }
     }

@@ -9,6 +9,9 @@ public enum FederationEvent: Sendable, Equatable {
   case ready(replicas: Int)
   /// Setting up the stream or the bucket failed; it is tried again.
   case setupFailed(String)
+  /// libnats refused the connection's settings (an unreadable or malformed credentials or CA
+  /// file, a bad URL): nothing is tried again, and the federation has stopped.
+  case unusable(String)
   /// Where a peer at another site is, as presence says.
   case remotePeer(Peer, PeerSite)
   /// Something went wrong that the relay recovers from (a publish tried again, a refused

@@ -100,6 +100,18 @@ public final class NATSConnection: @unchecked Sendable {
     return NATSConnection(connection: connection, jetStream: jetStream, hub: hub)
   }
 
+  /// Checks settings the way ``connect(_:onEvent:)`` applies them (URLs, the credentials and
+  /// CA files read and parsed), without connecting: what it throws, connecting would too.
+  public static func check(_ settings: NATSSettings) throws(NATSError) {
+    NATSLibrary.open()
+    let hub = NATSCallbackHub(onEvent: { _ in })
+    defer { hub.release() }
+    var options: OpaquePointer?
+    try NATSError.check(natsOptions_Create(&options), "natsOptions_Create")
+    defer { natsOptions_Destroy(options) }
+    try configure(options!, settings, hub: hub)
+  }
+
   private init(connection: OpaquePointer, jetStream: OpaquePointer, hub: NATSCallbackHub) {
     self.connection = connection
     self.jetStream = jetStream

@@ -14,6 +14,8 @@ public struct NATSClusterPlan: Sendable, Equatable {
   public var clusterPorts: [UInt16]
   public var directory: String
   public var name = "nearby"
+  /// The servers' certificate and key (PEM): clients must then speak TLS.
+  public var tls: NATSTLSFiles?
 
   public init(host: String, clientPorts: [UInt16], clusterPorts: [UInt16], directory: String) {
     precondition(clientPorts.count == clusterPorts.count, "one cluster port per node")
@@ -34,6 +36,15 @@ public struct NATSClusterPlan: Sendable, Equatable {
       jetstream { store_dir: "\(directory)/n\(index + 1)" }
 
       """
+    if let tls {
+      text += """
+        tls {
+          cert_file: "\(tls.certificate)"
+          key_file: "\(tls.key)"
+        }
+
+        """
+    }
     if clientPorts.count > 1 {
       let routes = clusterPorts.map { "nats://\(host):\($0)" }.joined(separator: ", ")
       text += """
@@ -49,6 +60,17 @@ public struct NATSClusterPlan: Sendable, Equatable {
   }
 }
 
+/// A server certificate and its private key, PEM files.
+public struct NATSTLSFiles: Sendable, Equatable {
+  public var certificate: String
+  public var key: String
+
+  public init(certificate: String, key: String) {
+    self.certificate = certificate
+    self.key = key
+  }
+}
+
 /// NATS servers (`nats-server -c`) with JetStream on loopback, for tests and benchmarks. They
 /// start only inside a private network namespace (the harness's `scripts/lan loopback`, or
 /// a `nearby lab` host), never in the machine's own: ``start(nodes:)`` checks it first.
@@ -61,7 +83,7 @@ public final class NATSServerCluster: Sendable {
   /// connections (JetStream may take a moment more to elect its leaders).
   /// - Throws: ``LANError`` when this is the machine's own network namespace, nats-server is
   ///   missing, or a server does not come up (its log's tail is in the message).
-  public static func start(nodes: Int, environment: [String: String]) async throws(LANError) -> NATSServerCluster {
+  public static func start(nodes: Int, environment: [String: String], tls: NATSTLSFiles? = nil) async throws(LANError) -> NATSServerCluster {
     try NamespaceGuard.assertPrivate(environment: environment)
     guard let executable = ToolPaths(environment: environment).find("nats-server") else {
       throw LANError(.toolsMissing, "nats-server is not installed (run scripts/install-deps)")
@@ -69,8 +91,9 @@ public final class NATSServerCluster: Sendable {
     guard let directory = LabFiles.makeTemporaryDirectory() else { throw .failed("cannot create a temporary directory for nats-server") }
     var ports: [UInt16] = []
     for _ in 0..<(nodes * 2) { ports.append(try freePort()) }
-    let plan = NATSClusterPlan(
+    var plan = NATSClusterPlan(
       host: "127.0.0.1", clientPorts: Array(ports[0..<nodes]), clusterPorts: Array(ports[nodes...]), directory: directory)
+    plan.tls = tls
     for index in 0..<nodes { try LabFiles.write(plan.configuration(index), to: directory + "/n\(index + 1).conf") }
     let cluster = NATSServerCluster(plan: plan, executable: executable)
     for index in 0..<nodes { try cluster.launch(index) }

@@ -215,6 +215,8 @@ public actor RelayService {
     case .nats(.error(let text)): write(.warning, "nats", ["state": "error", "error": text])
     case .ready(let replicas): write(.info, "federation", ["state": "ready", "replicas": "\(replicas)"])
     case .setupFailed(let text): write(.warning, "federation", ["state": "setup-failed", "error": text, "reason": "tried again in 2 s"])
+    case .unusable(let text):
+      write(.error, "federation", ["state": "stopped", "error": text, "reason": "the NATS settings cannot work: fix them and restart the relay"])
     case .remotePeer(let peer, let site):
       write(.info, "remote", fields(peer, ["site": site.name, "state": site.isOnline ? "online" : "offline"]))
     case .warning(let text): write(.warning, "federation", ["error": text])

@@ -4,6 +4,10 @@ import NearbyCore
 import NearbyFederation
 import NearbyRelay
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// `nearby relay`: forwards messages between peers and between LAN segments.
 struct RelayTool: Tool {
   static let spec = NearbyCommands.Relay.spec
@@ -69,6 +73,7 @@ struct RelayTool: Tool {
         return failure("\(error)")
       }
     }
+    if let federation, let problem = Self.problem(with: federation.nats) { return failure(problem) }
     guard
       let (identity, session) = setup.makeSession({ configuration in
         configuration.isRelay = true
@@ -87,5 +92,26 @@ struct RelayTool: Tool {
     let relay = RelayService(
       session: session, level: level, statsInterval: statsInterval, allowFile: allowFile, connect: connect, federation: federation)
     return await relay.run(signals: signals)
+  }
+
+  /// What makes NATS settings unusable, checked before anything starts (libnats would refuse
+  /// them at once, and a relay that cannot federate should not run as if it did): a
+  /// credentials or CA file that cannot be read or parsed, a bad server URL.
+  static func problem(with nats: NATSSettings) -> String? {
+    let files = [
+      ("--nats-tls-ca", nats.trustedCertificatesFile, "the PEM file of the CA that signs the NATS servers' certificates"),
+      ("--nats-creds", nats.credentialsFile, "the .creds file of a NATS user (its JWT and seed)"),
+    ]
+    for case (let option, let path?, let what) in files {
+      let fd = open(path, O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { return "\(option) \(path): \(String(cString: strerror(errno))); give \(what)" }
+      close(fd)
+    }
+    do {
+      try NATSConnection.check(nats)
+    } catch {
+      return "the NATS settings cannot work: \(error) (check --federate, --nats-tls-ca and --nats-creds)"
+    }
+    return nil
   }
 }

@@ -64,6 +64,32 @@ struct BinaryTests {
     #expect(!stderr.unicodeScalars.contains("\u{202E}"), "stderr quotes a hidden character raw")
   }
 
+  /// NATS files that cannot work stop `nearby relay --federate` before it starts, with the
+  /// option, the file and what to give (before this, the relay ran without federating and
+  /// logged that it would try again).
+  @Test(
+    arguments: [
+      (["--nats-tls-ca", "/nonexistent/ca.pem"], "--nats-tls-ca /nonexistent/ca.pem: No such file or directory; give the PEM file"),
+      (["--nats-creds", "/nonexistent/user.creds"], "--nats-creds /nonexistent/user.creds: No such file or directory; give the .creds file"),
+      (["--nats-tls-ca", "NOT-A-PEM"], "Error loading trusted certificates"),
+    ])
+  func unusableNATSFilesStopTheRelayAtOnce(options: [String], message: String) async throws {
+    let state = Repository.temporaryDirectory()
+    let garbage = state + "/garbage.pem"
+    Array("not a certificate\n".utf8).withUnsafeBytes { bytes in
+      let fd = open(garbage, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+      defer { close(fd) }
+      _ = write(fd, bytes.baseAddress, bytes.count)
+    }
+    let arguments =
+      ["relay", "--name", "r1", "--state-dir", state + "/relay", "--site", "hq", "--federate", "nats://127.0.0.1:4222"]
+      + options.map { $0 == "NOT-A-PEM" ? garbage : $0 }
+    let (status, stdout, stderr) = try await Self.nearby(arguments)
+    #expect(status == 1)
+    #expect(stdout.isEmpty)
+    #expect(stderr.hasPrefix("Error: ") && stderr.contains(message), "\(stderr)")
+  }
+
   @Test func aSecondProcessOnOneIdentityIsRefusedWithTheFix() async throws {
     let state = Repository.temporaryDirectory()
     let first = try PeerProcess("first", ["chat", "--name", "a", "--json", "--state-dir", state, "--port", "0"], environment: ["NEARBY_TEST": "1"])

@@ -67,8 +67,11 @@ struct FederationValueTests {
     #expect(
       second.contains(
         "cluster {\n  name: nearby\n  listen: 127.0.0.1:6223\n  routes: [nats://127.0.0.1:6222, nats://127.0.0.1:6223, nats://127.0.0.1:6224]\n}"))
-    let single = NATSClusterPlan(host: "127.0.0.1", clientPorts: [4222], clusterPorts: [6222], directory: "/tmp/js")
+    var single = NATSClusterPlan(host: "127.0.0.1", clientPorts: [4222], clusterPorts: [6222], directory: "/tmp/js")
     #expect(!single.configuration(0).contains("cluster"))
+    #expect(!single.configuration(0).contains("tls"))
+    single.tls = NATSTLSFiles(certificate: "/tmp/js/server.pem", key: "/tmp/js/server.key")
+    #expect(single.configuration(0).contains("tls {\n  cert_file: \"/tmp/js/server.pem\"\n  key_file: \"/tmp/js/server.key\"\n}"))
   }
 
   @Test func labHostsGetEveryHostsAddresses() {

@@ -1,5 +1,7 @@
+import Foundation
 import NearbyFederation
 import NearbyLab
+import NearbyTestSupport
 import Testing
 
 /// The libnats wrapper against real nats-server processes, started inside the harness's
@@ -153,4 +155,110 @@ struct NATSClientTests {
       #expect(stored, "a replicated stream takes messages with one of three servers down")
     }
   }
+}
+
+/// TLS to the NATS servers (`--nats-tls-ca`): a server whose certificate the given CA signed
+/// is reached; one signed by another CA, or one that speaks no TLS, never is (no fallback to
+/// a plain connection); a client without the CA cannot reach a server that requires TLS.
+@Suite("NATS over TLS (real nats-server, certificates made with openssl)", .serialized, .enabled(if: NATSFixture.available, NATSFixture.reason))
+struct NATSTLSTests {
+  let work = NATSWorkQueue(label: "nats-tls-test")
+
+  /// Connects with `settings` and collects the connection's events for a moment.
+  func attempt(_ settings: NATSSettings) async throws -> (connection: NATSConnection?, events: Collected<NATSConnectionEvent>, error: NATSError?) {
+    let events = Collected<NATSConnectionEvent>()
+    do {
+      let connection = try await work.run { () throws(NATSError) in try NATSConnection.connect(settings, onEvent: events.handler) }
+      return (connection, events, nil)
+    } catch {
+      return (nil, events, error)
+    }
+  }
+
+  @Test func aServerSignedByTheTrustedCAIsReachedAndNoOtherIs() async throws {
+    let pki = try await TestCertificates.make()
+    defer { pki.remove() }
+    try await NATSFixture.withServers(1, tls: pki.server) { cluster in
+      var settings = NATSSettings(servers: cluster.plan.clientURLs, name: "tls")
+      settings.trustedCertificatesFile = pki.authority
+      let trusted = try await attempt(settings)
+      let connection = try #require(trusted.connection, "\(String(describing: trusted.error))")
+      defer { connection.close() }
+      _ = try await trusted.events.next("connected over TLS") { if case .connected = $0 { true } else { nil } }
+      let received = Collected<NATSMessage>()
+      let subscription = try connection.subscribe("t.tls", received.handler)
+      try await work.run { () throws(NATSError) in try connection.flush() }
+      try connection.publish("t.tls", Array("over tls".utf8))
+      let message = try await received.next("the message back") { $0 }
+      #expect(message.data == Array("over tls".utf8))
+      subscription.unsubscribe()
+
+      // A CA that did not sign the server's certificate: refused.
+      settings.trustedCertificatesFile = pki.otherAuthority
+      let untrusted = try await attempt(settings)
+      try await expectNeverConnected(untrusted, "a server certificate signed by another CA")
+
+      // No CA given: a plain client cannot reach a server that requires TLS.
+      settings.trustedCertificatesFile = nil
+      let plain = try await attempt(settings)
+      try await expectNeverConnected(plain, "a plain client against a TLS server")
+    }
+  }
+
+  @Test func requiringTLSNeverFallsBackToAPlainConnection() async throws {
+    let pki = try await TestCertificates.make()
+    defer { pki.remove() }
+    try await NATSFixture.withServers(1) { cluster in
+      var settings = NATSSettings(servers: cluster.plan.clientURLs, name: "tls")
+      settings.trustedCertificatesFile = pki.authority
+      try await expectNeverConnected(try await attempt(settings), "a server without TLS")
+    }
+  }
+
+  /// Either the connect call failed, or it is still trying after a while and never said
+  /// `connected`.
+  func expectNeverConnected(
+    _ outcome: (connection: NATSConnection?, events: Collected<NATSConnectionEvent>, error: NATSError?), _ what: String
+  ) async throws {
+    guard let connection = outcome.connection else {
+      #expect(outcome.error != nil, "\(what)")
+      return
+    }
+    defer { connection.close() }
+    try await Task.sleep(for: .seconds(2))
+    #expect(!connection.isConnected, "\(what): connected")
+    #expect(!outcome.events.recorder.all.contains { if case .connected = $0 { true } else { false } }, "\(what): \(outcome.events.recorder.all)")
+  }
+}
+
+/// A test CA, a server certificate for 127.0.0.1 that it signs, and a second CA that signs
+/// nothing, made with openssl in a temporary directory.
+struct TestCertificates {
+  let directory: String
+  var authority: String { directory + "/ca.pem" }
+  var otherAuthority: String { directory + "/other-ca.pem" }
+  var server: NATSTLSFiles { NATSTLSFiles(certificate: directory + "/server.pem", key: directory + "/server.key") }
+
+  static func make() async throws -> TestCertificates {
+    let directory = Repository.temporaryDirectory("nearby-tls")
+    let pki = TestCertificates(directory: directory)
+    try "subjectAltName=IP:127.0.0.1\n".write(toFile: directory + "/san.cnf", atomically: true, encoding: .utf8)
+    let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    let steps: [[String]] = [
+      ["req", "-x509"] + key + ["-keyout", directory + "/ca.key", "-out", pki.authority, "-days", "1", "-subj", "/CN=nearby test CA"],
+      ["req", "-x509"] + key + ["-keyout", directory + "/other-ca.key", "-out", pki.otherAuthority, "-days", "1", "-subj", "/CN=another CA"],
+      ["req"] + key + ["-keyout", pki.server.key, "-out", directory + "/server.csr", "-subj", "/CN=127.0.0.1"],
+      [
+        "x509", "-req", "-in", directory + "/server.csr", "-CA", pki.authority, "-CAkey", directory + "/ca.key", "-CAcreateserial", "-out",
+        pki.server.certificate, "-days", "1", "-extfile", directory + "/san.cnf",
+      ],
+    ]
+    for step in steps {
+      let result = try await run(["/usr/bin/openssl"] + step)
+      guard result.status == 0 else { throw WaitError(description: "openssl \(step.joined(separator: " ")) failed: \(result.output)") }
+    }
+    return pki
+  }
+
+  func remove() { try? FileManager.default.removeItem(atPath: directory) }
 }

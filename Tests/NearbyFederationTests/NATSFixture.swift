@@ -16,8 +16,8 @@ enum NATSFixture {
   static let reason: Comment = "needs nats-server inside scripts/lan loopback (scripts/test)"
 
   /// Runs `body` with `nodes` servers of their own, stopped afterwards whatever happened.
-  static func withServers<T>(_ nodes: Int, _ body: (NATSServerCluster) async throws -> T) async throws -> T {
-    let cluster = try await NATSServerCluster.start(nodes: nodes, environment: environment)
+  static func withServers<T>(_ nodes: Int, tls: NATSTLSFiles? = nil, _ body: (NATSServerCluster) async throws -> T) async throws -> T {
+    let cluster = try await NATSServerCluster.start(nodes: nodes, environment: environment, tls: tls)
     do {
       let result = try await body(cluster)
       await cluster.stop()
