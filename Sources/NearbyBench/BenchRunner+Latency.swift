@@ -45,9 +45,9 @@ extension BenchRunner {
       // shares the other one, and a round trip costs CPU time rather than wake-ups.
       if Spinner.worthRunning {
         let spinner = Spinner()
+        defer { spinner.stop() }  // also when a round trip fails: the thread must not spin on
         sharingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
         rawSharingTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
-        spinner.stop()
       }
     }
     let onLoop = Percentiles(onLoopTimes)
