@@ -15,11 +15,32 @@ public enum Repository {
   /// The private-LAN harness built by `swift build` (`scripts/lan` runs it too).
   public static let lan = root + "/.build/debug/nearby-lan"
 
-  /// A fresh temporary directory (for a peer's --state-dir).
+  /// A fresh temporary directory (for a peer's --state-dir), inside this test process's
+  /// own directory under /tmp, which is removed when the process exits: runs used to leave
+  /// every one behind (a thousand runs' worth held 11 GB, mostly test files).
   public static func temporaryDirectory(_ prefix: String = "nearby-test") -> String {
-    var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
-    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+    makeDirectory(TemporaryFiles.root + "/\(prefix)-XXXXXX")
   }
+
+  fileprivate static func makeDirectory(_ template: String) -> String {
+    var bytes = Array(template.utf8CString)
+    guard let made = bytes.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+      fatalError("cannot create a temporary directory from \(template): \(String(cString: strerror(errno)))")
+    }
+    return String(cString: made)
+  }
+}
+
+/// The directory that holds this process's temporary directories, and its removal at exit.
+private enum TemporaryFiles {
+  static let root: String = {
+    let root = Repository.makeDirectory("/tmp/nearby-tests-\(getpid())-XXXXXX")
+    // Others may pass through (tests run peers as another user); what is inside is each
+    // directory's own business (mkdtemp makes them 0700).
+    chmod(root, 0o755)
+    atexit { try? FileManager.default.removeItem(atPath: TemporaryFiles.root) }
+    return root
+  }()
 }
 
 /// A multi-host LAN made by `nearby-lan up` (scripts/lan), torn down by ``down()``.
