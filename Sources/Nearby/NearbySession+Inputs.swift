@@ -90,22 +90,32 @@ extension NearbySession {
 
   // MARK: Acknowledging what the application took
 
-  /// Called from whichever thread took the last copy of received messages: acknowledges
-  /// them on the loop, after everything of the current iteration (one DELIVERED per batch).
+  /// Called from whichever thread took the last copy of received messages: counts them on
+  /// the loop, after everything of the current iteration, and acknowledges them (see
+  /// ``acknowledgeTaken()``).
   nonisolated func scheduleAcknowledgements() {
     if loop.inLoop {
-      loop.afterIteration { [self] in assumeIsolated { $0.acknowledgeTaken() } }
+      loop.afterIteration { [self] in whileOnLoop { $0.acknowledgeTaken() } }
     } else {
-      loop.execute { [self] in assumeIsolated { $0.acknowledgeTaken() } }
+      loop.execute { [self] in whileOnLoop { $0.acknowledgeTaken() } }
     }
   }
 
+  /// The longest an acknowledgement waits for more to join it, and how many messages or
+  /// bytes make it go at once. A request answered within microseconds (a ping-pong, a
+  /// scripted exchange) used to cost a DELIVERED of its own each way: building, sealing,
+  /// opening and settling one was about a seventh of the CPU time of a round trip. Waiting
+  /// up to a millisecond lets dozens share one, as TCP's delayed acknowledgements do, and
+  /// only delays delivery reports by as much (the resend window holds 16 MiB). Streams
+  /// fill a batch at once and do not wait.
+  static let acknowledgementDelay = Duration.milliseconds(1)
+  static let acknowledgementBatch = (messages: 64, bytes: 64 << 10)
+
+  /// What the application took: counted at once (reading resumes), acknowledged to the
+  /// senders when a batch is full or ``acknowledgementDelay`` after the first of it.
   func acknowledgeTaken() {
     let claims = hub.takeSettledClaims()
     guard !claims.isEmpty else { return }
-    var actions = takeActions()
-    defer { recycle(&actions) }
-    machine.acknowledge(claims.map(\.taken), now: now, into: &actions)
     // Per connection, not per claim (a batch is usually thousands of one connection's).
     var index = 0
     while index < claims.count {
@@ -113,10 +123,12 @@ extension NearbySession {
       var messages = 0
       var bytes = 0
       while index < claims.count, claims[index].taken.connection == connection {
+        pendingAcknowledgements.append(claims[index].taken)
         messages += 1
         bytes += claims[index].bytes
         index += 1
       }
+      pendingAcknowledgementBytes += bytes
       guards.untakenBytes -= bytes
       guard var count = untaken[connection] else { continue }
       count.messages -= messages
@@ -128,6 +140,28 @@ extension NearbySession {
       }
     }
     resumeConnectionsPausedForAll()
+    if pendingAcknowledgements.count >= Self.acknowledgementBatch.messages || pendingAcknowledgementBytes >= Self.acknowledgementBatch.bytes {
+      sendAcknowledgements()
+    } else if acknowledgementTimer == nil {
+      acknowledgementTimer = loop.schedule(after: Self.acknowledgementDelay) { [self] in
+        whileOnLoop { session in
+          session.acknowledgementTimer = nil
+          session.sendAcknowledgements()
+        }
+      }
+    }
+  }
+
+  /// Sends the DELIVERED frames of what the application took and was not acknowledged yet.
+  func sendAcknowledgements() {
+    if let acknowledgementTimer { loop.cancelTimer(acknowledgementTimer) }
+    acknowledgementTimer = nil
+    guard !pendingAcknowledgements.isEmpty else { return }
+    var actions = takeActions()
+    defer { recycle(&actions) }
+    machine.acknowledge(pendingAcknowledgements, now: now, into: &actions)
+    pendingAcknowledgements.removeAll(keepingCapacity: pendingAcknowledgements.capacity <= Self.acknowledgementBatch.messages)
+    pendingAcknowledgementBytes = 0
     perform(actions)
   }
 

@@ -8,15 +8,18 @@ import NearbyTransport
 final class SessionGuards: @unchecked Sendable {
   let budget: ReceiveBudget
   let limits: ReceiveLimits
-  var admission: SourceAdmission
+  // The stored properties below are `@exclusivity(unchecked)`: only the session's loop thread
+  // uses them, and the runtime's check of every access to a class's property was about a tenth
+  // of the instructions of a message's round trip (callgrind; see the README's benchmarks).
+  @exclusivity(unchecked) var admission: SourceAdmission
   /// Sources being refused, with how many of their connections were: reported once when it
   /// starts and once when it ends, not once per connection of a flood.
-  var refusedSources: [String: Int] = [:]
+  @exclusivity(unchecked) var refusedSources: [String: Int] = [:]
   /// Bytes of received messages not yet taken by the application, all connections together.
-  var untakenBytes = 0
+  @exclusivity(unchecked) var untakenBytes = 0
   /// Connections not read because all together hold too much untaken: read again once the
   /// total is down to half.
-  var pausedForAll: Set<ConnectionID> = []
+  @exclusivity(unchecked) var pausedForAll: Set<ConnectionID> = []
 
   init(_ configuration: SessionConfiguration) {
     budget = ReceiveBudget(maximumBytes: configuration.maximumPartialFrameBytes)

@@ -113,7 +113,7 @@ extension NearbySession {
 
   /// ``attemptSend(_:to:)`` from the loop thread, without a hop (the loop is our executor).
   private nonisolated func attemptSendOnLoop(_ body: [UInt8], to recipients: Recipients) -> SendAttempt {
-    assumeIsolated { $0.attemptSend(body, to: recipients) }
+    whileOnLoop { $0.attemptSend(body, to: recipients) }
   }
 
   private func sendWaitingForRoom(_ body: [UInt8], to recipients: Recipients) async throws(SendError) -> MessageID {

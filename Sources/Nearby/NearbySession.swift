@@ -40,48 +40,57 @@ public actor NearbySession {
   nonisolated let loop: EventLoop
   nonisolated let taskExecutor: EventLoopTaskExecutor
   nonisolated let hub: EventHub
+  // The stored properties below are `@exclusivity(unchecked)`: only the session's loop thread
+  // (its executor) uses them, and the runtime's check of every access to a class's property
+  // was about a tenth of the instructions of a message's round trip (callgrind; see the
+  // README's benchmarks).
   /// The session's state. Read it through ``inspect(_:)`` in code that runs per message: a
   /// non-mutating method called on it directly copies the whole struct first.
-  var machine: SessionStateMachine
+  @exclusivity(unchecked) var machine: SessionStateMachine
   let start = ContinuousClock.now
-  var listener: TCPListener?
-  var advertiser: Advertiser?
-  var browser: Browser?
-  var connections: [ConnectionID: TCPConnection] = [:]
-  var connectors: [ConnectionID: TCPConnector] = [:]
-  var shutdownRequested = false
-  var state = RunState.idle
-  var transportSink: TransportSink?
+  @exclusivity(unchecked) var listener: TCPListener?
+  @exclusivity(unchecked) var advertiser: Advertiser?
+  @exclusivity(unchecked) var browser: Browser?
+  @exclusivity(unchecked) var connections: [ConnectionID: TCPConnection] = [:]
+  @exclusivity(unchecked) var connectors: [ConnectionID: TCPConnector] = [:]
+  @exclusivity(unchecked) var shutdownRequested = false
+  @exclusivity(unchecked) var state = RunState.idle
+  @exclusivity(unchecked) var transportSink: TransportSink?
   /// Our identity and HELLO, for every connection's handshake.
   let security: ConnectionSecurity
   /// Limits on what peers may cost us (NearbySession+Limits.swift).
   let guards: SessionGuards
-  var tickTimer: UInt64?
+  @exclusivity(unchecked) var tickTimer: UInt64?
+  /// What the application took and the senders were not told yet, and its timer (see
+  /// ``acknowledgeTaken()``).
+  @exclusivity(unchecked) var pendingAcknowledgements: [TakenMessage] = []
+  @exclusivity(unchecked) var pendingAcknowledgementBytes = 0
+  @exclusivity(unchecked) var acknowledgementTimer: UInt64?
   /// Senders waiting for room on one of these connections (the send side of the session):
   /// woken when one drains or closes, then they try again. Senders to other connections are
   /// not held up, so one slow peer never stalls messages to the others.
-  var sendWaiters = Waiters<[ConnectionID], Bool>()
+  @exclusivity(unchecked) var sendWaiters = Waiters<[ConnectionID], Bool>()
   /// Senders waiting for room in the resend window of one of these peers (their messages
   /// are kept until acknowledged, to resend them after a reconnection).
-  var windowWaiters = Waiters<[PeerID], Bool>()
+  @exclusivity(unchecked) var windowWaiters = Waiters<[PeerID], Bool>()
   /// Callers of ``delivery(of:)`` waiting for a message to settle.
-  var deliveryWaiters = Waiters<MessageID, DeliveryReport?>()
+  @exclusivity(unchecked) var deliveryWaiters = Waiters<MessageID, DeliveryReport?>()
   /// Callers of ``waitForDeliveries()``.
-  var idleWaiters = Waiters<Int, Void>()
-  private var waiterTokens: UInt64 = 0
+  @exclusivity(unchecked) var idleWaiters = Waiters<Int, Void>()
+  @exclusivity(unchecked) private var waiterTokens: UInt64 = 0
   /// Received messages handed to the application and not yet taken, per connection.
-  var untaken: [ConnectionID: (messages: Int, bytes: Int)] = [:]
-  var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
-  var readyWaiters: [CheckedContinuation<UInt16?, Never>] = []
+  @exclusivity(unchecked) var untaken: [ConnectionID: (messages: Int, bytes: Int)] = [:]
+  @exclusivity(unchecked) var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+  @exclusivity(unchecked) var readyWaiters: [CheckedContinuation<UInt16?, Never>] = []
   /// File transfers, ours and theirs (NearbySession+Files.swift).
-  var files = FileTransfers()
+  @exclusivity(unchecked) var files = FileTransfers()
   private nonisolated let inboundIDs = Atomic<UInt64>(1)
   /// Where a federated relay's ``FederationOutput``s go (NearbySession+Federation).
-  var federationLink: (any FederationLink)?
+  @exclusivity(unchecked) var federationLink: (any FederationLink)?
   nonisolated let shutdownGate = Gate()
   /// Storage kept between the per-message calls (see ``takeActions()``).
-  var spareActions: [SessionAction] = []
-  var spareBatch: [(HubEvent, MessageClaim?)] = []
+  @exclusivity(unchecked) var spareActions: [SessionAction] = []
+  @exclusivity(unchecked) var spareBatch: [(HubEvent, MessageClaim?)] = []
 
   enum RunState { case idle, running, stopped }
 
@@ -124,7 +133,7 @@ public actor NearbySession {
     guard state == .idle else { throw SessionUsageError("run() was already called on this session") }
     state = .running
     // Transport and discovery events arrive on the loop thread, which is this actor's executor.
-    let sink: TransportSink = { event in self.assumeIsolated { $0.handle(event) } }
+    let sink: TransportSink = { event in self.whileOnLoop { $0.handle(event) } }
     transportSink = sink
     do {
       listener = try await TCPListener.bind(
@@ -133,7 +142,7 @@ public actor NearbySession {
       if configuration.advertise {
         let advertisement = PeerAdvertisement(peer: configuration.peer, isRelay: configuration.isRelay, info: configuration.discoveryInfo)
         advertiser = try Advertiser(advertisement: advertisement, serviceType: configuration.serviceType, port: listener!.port, loop: loop) {
-          event in self.assumeIsolated { $0.handle(event) }
+          event in self.whileOnLoop { $0.handle(event) }
         }
       }
     } catch {
@@ -155,7 +164,7 @@ public actor NearbySession {
       browser = Browser(
         serviceType: configuration.serviceType, localPeer: configuration.peer.id, includeOwnPeer: configuration.includeOwnAdvertisement,
         loop: loop
-      ) { event in self.assumeIsolated { $0.handle(event) } }
+      ) { event in self.whileOnLoop { $0.handle(event) } }
       browser?.start()
     }
     scheduleTick(after: .zero)
@@ -219,6 +228,9 @@ public actor NearbySession {
     for waiter in sendWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
     for waiter in windowWaiters.removeAll(where: { _ in true }) { waiter.resume(returning: true) }
     stopFileTransfers()
+    // What the application took is acknowledged before the GOODBYEs (or it comes again).
+    acknowledgeTaken()
+    sendAcknowledgements()
     var actions: [SessionAction] = []
     machine.shutdown(now: now, into: &actions)
     perform(actions)
@@ -245,6 +257,22 @@ public actor NearbySession {
   }
 
   var now: Duration { ContinuousClock.now - start }
+
+  /// Runs `body` isolated to the session from code that runs on the session's loop (or the
+  /// queue that replaces it after it stopped): what `assumeIsolated` does, with the loop's
+  /// own check of the thread instead of the runtime's. That one asks the executor through
+  /// the concurrency runtime, about 360 instructions, a dozen times per round trip of a
+  /// message; this compares the thread's id. Off the loop it stops the program, as
+  /// `assumeIsolated` does.
+  @inline(__always)
+  nonisolated func whileOnLoop<T>(_ body: (isolated NearbySession) throws -> T) rethrows -> T {
+    precondition(loop.isCurrent, "NearbySession: not on the session's event loop")
+    typealias Isolated = (isolated NearbySession) throws -> T
+    typealias Plain = (NearbySession) throws -> T
+    return try withoutActuallyEscaping(body) { (body: @escaping Isolated) throws -> T in
+      try unsafeBitCast(body, to: Plain.self)(self)
+    }
+  }
 
   // MARK: Invitations
 

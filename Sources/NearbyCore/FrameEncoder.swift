@@ -6,8 +6,11 @@
 package enum FrameEncoder {
   /// Appends `frame`, length prefix included, to `buffer`.
   package static func encode(_ frame: Frame, into buffer: inout [UInt8]) {
+    // Most frames are small: room for one in one allocation, not one per doubling from empty.
+    buffer.reserveRoom(128)
     let start = buffer.count
-    buffer.append(contentsOf: [0, 0, 0, 0, frame.type.rawValue])
+    buffer.appendBigEndian(UInt32(0))
+    buffer.append(frame.type.rawValue)
     switch frame {
     case .hello(let hello):
       buffer.append(contentsOf: ProtocolLimits.helloMagic)
@@ -28,6 +31,7 @@ package enum FrameEncoder {
       buffer.appendBigEndian(id)
       buffer.append(reason.rawValue)
     case .message(let message):
+      buffer.reserveRoom(encodedSize(ofMessageWithRecipients: message.recipients.count, bodyLength: message.body.count) - 5)
       appendMessageFields(message, into: &buffer)
     case .delivered(let delivered):
       buffer.append(delivered.origin)
@@ -99,8 +103,7 @@ package enum FrameEncoder {
   /// Appends a MESSAGE frame without going through ``Frame`` (the hot path of sending).
   package static func encodeMessage(_ message: Frame.Message, into buffer: inout [UInt8]) {
     let length = encodedSize(ofMessageWithRecipients: message.recipients.count, bodyLength: message.body.count) - 4
-    // No reserveCapacity here: on an Array it grows to exactly the amount asked, so calling
-    // it for every frame appended to a long buffer would copy the buffer each time.
+    buffer.reserveRoom(4 + length)
     buffer.appendBigEndian(UInt32(length))
     buffer.append(FrameType.message.rawValue)
     appendMessageFields(message, into: &buffer)
@@ -121,6 +124,16 @@ package enum FrameEncoder {
 }
 
 extension [UInt8] {
+  /// Makes room for `count` more bytes at once. Not a plain `reserveCapacity(count + n)`:
+  /// on an Array that grows to exactly the amount asked, so calling it for every frame
+  /// appended to a long buffer would copy the buffer each time; this grows by doubling.
+  /// (Without it, a frame appended to an empty buffer reallocated it six times or more.)
+  @inlinable
+  mutating func reserveRoom(_ count: Int) {
+    let needed = self.count + count
+    if needed > capacity { reserveCapacity(Swift.max(needed, capacity * 2)) }
+  }
+
   @inlinable
   mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
     Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }

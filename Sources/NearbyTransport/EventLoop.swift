@@ -74,20 +74,23 @@ package final class EventLoop: @unchecked Sendable {
   /// Where connections read what they do not keep (handshake messages, which are consumed at
   /// once, and bytes discarded while closing): one buffer per loop instead of one each.
   package let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 16_384, alignment: 16)
-  private var deferred: [() -> Void] = []
+  // The stored properties below are `@exclusivity(unchecked)`: only the loop thread uses them,
+  // and the runtime's check of every access to a class's property was about a tenth of the
+  // instructions of a message's round trip (callgrind; see the README's benchmarks).
+  @exclusivity(unchecked) private var deferred: [() -> Void] = []
   /// The work being run (swapped with the queue: no allocation per iteration).
-  private var running: [Work] = []
-  private var handlers: [Int32: any EventLoopHandler] = [:]
-  private var timers: [Timer] = []
+  @exclusivity(unchecked) private var running: [Work] = []
+  @exclusivity(unchecked) private var handlers: [Int32: any EventLoopHandler] = [:]
+  @exclusivity(unchecked) private var timers: [Timer] = []
   /// Whether to poll after activity (adaptive busy polling).
-  private var pollPolicy: BusyPollPolicy
+  @exclusivity(unchecked) private var pollPolicy: BusyPollPolicy
   /// Loops of this process polling right now: at most one fewer than there are CPUs, so that
   /// polling threads never take every CPU from the others.
   private static let pollingLoops = Atomic<Int>(0)
   private static let maximumPollingLoops = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)
-  private var nextTimerID: UInt64 = 1
+  @exclusivity(unchecked) private var nextTimerID: UInt64 = 1
   /// The deadline the timer descriptor is armed for (0: disarmed).
-  private var armedDeadline: UInt64 = 0
+  @exclusivity(unchecked) private var armedDeadline: UInt64 = 0
 
   /// Creates the loop and starts its thread.
   /// - Throws: ``SystemError`` when epoll, eventfd or the thread cannot be created.

@@ -28,13 +28,16 @@ package struct ReceiveLimits: Sendable {
 package final class ReceiveBudget: @unchecked Sendable {
   /// The most bytes held in partial frames across the loop's connections.
   package let maximumBytes: Int
+  // The stored properties below are `@exclusivity(unchecked)`: only the loop thread uses them,
+  // and the runtime's check of every access to a class's property was about a tenth of the
+  // instructions of a message's round trip (callgrind; see the README's benchmarks).
   /// The bytes held now.
-  package private(set) var heldBytes = 0
+  @exclusivity(unchecked) package private(set) var heldBytes = 0
   /// The most bytes ever held at once (diagnostics, tests).
-  package private(set) var peakBytes = 0
+  @exclusivity(unchecked) package private(set) var peakBytes = 0
   /// Connections closed for holding too much.
-  package private(set) var exhaustedConnections = 0
-  private var holders: [ConnectionID: TCPConnection] = [:]
+  @exclusivity(unchecked) package private(set) var exhaustedConnections = 0
+  @exclusivity(unchecked) private var holders: [ConnectionID: TCPConnection] = [:]
 
   /// - Parameter maximumBytes: at least one frame of the largest size
   ///   (``ProtocolLimits/maximumFrameLength``) and a record more, so any frame can arrive.

@@ -184,7 +184,9 @@ extension TCPConnection {
     reading: while bytesLeft > 0, !leftoverFrames, isOpen, !readingPaused {
       var result: Result<IOResult<Int>, SystemError> = .success(.wouldBlock)
       var requested = 0
-      let read: (UnsafeMutableRawBufferPointer) -> Int = { [fd] space in
+      // A local function, not a closure in a constant: that one escapes, and its captures
+      // were three heap allocations per turn.
+      func read(_ space: UnsafeMutableRawBufferPointer) -> Int {
         requested = space.count
         result = Result { () throws(SystemError) in
           try systemCall("read") { Glibc.read(fd, space.baseAddress, space.count) }
