@@ -121,13 +121,32 @@ extension NearbySession {
       switch attemptSend(body, to: recipients) {
       case .sent(let id): return id
       case .refused(let error): throw error
+      // The loop may run between the attempt and the registration (this task reaches the
+      // session through a job of its own): a queue that drained or a window that emptied in
+      // between has already told, and nobody was waiting yet. So the registration looks
+      // again and tries at once if so. (Without it, `nearby bench --only throughput` hung
+      // in 2 of 7 runs, with a sender waiting for room on a connection with nothing queued.)
       case .mustWait(let full):
         let woken = await waitCancellably(
-          cancelled: false, register: { sendWaiters.add($0, key: full, token: $1) }, cancel: { $0.sendWaiters.cancel(token: $1) })
+          cancelled: false,
+          register: { continuation, token in
+            if full.contains(where: { !(connections[$0]?.notifyWhenWritable() ?? false) }) {
+              continuation.resume(returning: true)
+            } else {
+              sendWaiters.add(continuation, key: full, token: token)
+            }
+          }, cancel: { $0.sendWaiters.cancel(token: $1) })
         if !woken { throw .cancelled }
       case .mustWaitForWindows(let peers):
         let woken = await waitCancellably(
-          cancelled: false, register: { windowWaiters.add($0, key: peers, token: $1) }, cancel: { $0.windowWaiters.cancel(token: $1) })
+          cancelled: false,
+          register: { continuation, token in
+            if peers.contains(where: { machine.windowHasRoom($0) }) {
+              continuation.resume(returning: true)
+            } else {
+              windowWaiters.add(continuation, key: peers, token: token)
+            }
+          }, cancel: { $0.windowWaiters.cancel(token: $1) })
         if !woken { throw .cancelled }
       }
     }
@@ -203,8 +222,9 @@ extension NearbySession {
   /// Senders waiting for a resend window try again once one of their peers has room (or is
   /// gone: sending then says why).
   func wakeWindowWaitersWithRoom() {
-    // (Not through inspect(_:): with it here, 2 of 9 runs of `nearby bench --only throughput`
-    // hung with both I/O threads idle, against none of 30 without. Not understood yet.)
+    // (Runs of `nearby bench --only throughput` that hung with both I/O threads idle were
+    // once put down to reading the machine through inspect(_:) here; the cause was a waiter
+    // registered after the wake-up it needed: see sendWaitingForRoom(_:to:).)
     for waiter in windowWaiters.removeAll(where: { $0.contains { machine.windowHasRoom($0) } }) { waiter.resume(returning: true) }
   }
 
