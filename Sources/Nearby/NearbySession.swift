@@ -258,22 +258,6 @@ public actor NearbySession {
 
   var now: Duration { ContinuousClock.now - start }
 
-  /// Runs `body` isolated to the session from code that runs on the session's loop (or the
-  /// queue that replaces it after it stopped): what `assumeIsolated` does, with the loop's
-  /// own check of the thread instead of the runtime's. That one asks the executor through
-  /// the concurrency runtime, about 360 instructions, a dozen times per round trip of a
-  /// message; this compares the thread's id. Off the loop it stops the program, as
-  /// `assumeIsolated` does.
-  @inline(__always)
-  nonisolated func whileOnLoop<T>(_ body: (isolated NearbySession) throws -> T) rethrows -> T {
-    precondition(loop.isCurrent, "NearbySession: not on the session's event loop")
-    typealias Isolated = (isolated NearbySession) throws -> T
-    typealias Plain = (NearbySession) throws -> T
-    return try withoutActuallyEscaping(body) { (body: @escaping Isolated) throws -> T in
-      try unsafeBitCast(body, to: Plain.self)(self)
-    }
-  }
-
   // MARK: Invitations
 
   /// Invites a peer found through DNS-SD (or one the session knows from a relay).
