@@ -158,6 +158,9 @@ extension NearbySession {
     resumeConnectionsPausedForAll()
     if pendingAcknowledgements.count >= Self.acknowledgementBatch.messages || pendingAcknowledgementBytes >= Self.acknowledgementBatch.bytes {
       sendAcknowledgements()
+    } else if !loop.inLoop {
+      // The loop has stopped (its queue runs what is left): no timer would fire.
+      sendAcknowledgements()
     } else if acknowledgementTimer == nil {
       acknowledgementTimer = loop.schedule(after: Self.acknowledgementDelay) { [self] in
         whileOnLoop { session in

@@ -360,7 +360,11 @@ package final class EventLoop: @unchecked Sendable {
         for timer in due.sorted(by: { $0.deadline < $1.deadline }) { timer.work() }
       }
     }
-    if armedDeadline == 0, let next = timers.map(\.deadline).min() { arm(next) }
+    // What the timers' work scheduled armed the descriptor for its own deadline, which may
+    // be later than a timer that was already waiting: the earliest one is what counts.
+    // (Arming only when nothing was armed left such a timer to fire with the later one: an
+    // acknowledgement due in a millisecond waited for the next quarter-second tick.)
+    if let next = timers.map(\.deadline).min(), armedDeadline == 0 || next < armedDeadline { arm(next) }
   }
 
   /// Runs the work queued so far (what it queues in turn runs in the next iteration, after
