@@ -29,6 +29,22 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
   private let admit: AdmissionCheck?
   private let security: ConnectionSecurity
   private let isOpen = Atomic<Bool>(true)
+  /// The lowest descriptor number a peer's connection may not have: the process's limit
+  /// (RLIMIT_NOFILE) less ``descriptorReserve``, read when the listener starts.
+  private let firstReservedDescriptor = TCPListener.firstReservedDescriptor()
+
+  /// Descriptors that connections from peers never take. Peers that open connections until
+  /// none is left starve everything else the process must open, and not only its own code:
+  /// libdispatch's thread-pool monitor opens files under /proc and stops the process with
+  /// SIGILL when it cannot (seen in a test whose process had a limit of 64 descriptors).
+  package static let descriptorReserve: Int32 = 32
+
+  private static func firstReservedDescriptor() -> Int32 {
+    var limit = rlimit()
+    // (Unlimited is the all-ones value, beyond Int32.max too.)
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(Int32.max) else { return Int32.max }
+    return max(Int32(limit.rlim_cur) - descriptorReserve, 0)
+  }
 
   /// Binds and starts accepting.
   /// - Parameters:
@@ -149,6 +165,12 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
           return
         default: return
         }
+      }
+      // Descriptors are numbered lowest first: one this high means all below are taken.
+      if client >= firstReservedDescriptor {
+        refuse(client, "busy: this peer has no descriptors to spare; try again later")
+        pauseAccepting()
+        return
       }
       let remote = SocketAddress(storage: storage, length: socklen_t(length))
       let id = nextID()

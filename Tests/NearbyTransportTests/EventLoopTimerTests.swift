@@ -13,11 +13,11 @@ struct EventLoopTimerTests {
     let record = log.record
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
       loop.execute {
-        // "waiting" is due at 300 ms; "first", due at 50 ms, schedules "late" at 50 + 2000 ms.
+        // "waiting" is due at 300 ms; "first", due at 50 ms, schedules "late" at 50 + 5000 ms.
         loop.schedule(after: .milliseconds(300)) { record("waiting") }
         loop.schedule(after: .milliseconds(50)) {
           record("first")
-          loop.schedule(after: .seconds(2)) {
+          loop.schedule(after: .seconds(5)) {
             record("late")
             done.resume()
           }
@@ -27,9 +27,11 @@ struct EventLoopTimerTests {
     await loop.shutdown()
     let events = log.events
     #expect(events.map(\.0) == ["first", "waiting", "late"])
+    let first = try #require(events.first { $0.0 == "first" }?.1)
     let waiting = try #require(events.first { $0.0 == "waiting" }?.1)
-    // Without the earliest deadline armed, "waiting" fired with "late", after two seconds.
-    #expect(waiting < .seconds(1), "the waiting timer fired after \(waiting)")
+    // Due 250 ms after "first". Without the earliest deadline armed, it fired with "late",
+    // five seconds after "first"; the bound leaves room for a busy machine.
+    #expect(waiting - first < .milliseconds(2500), "the waiting timer fired \(waiting - first) after the first")
   }
 }
 
