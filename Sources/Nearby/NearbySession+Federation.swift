@@ -22,7 +22,7 @@ extension NearbySession {
     _ body: @escaping @Sendable (inout SessionStateMachine, inout [SessionAction]) -> R, then: (@Sendable (R) -> Void)? = nil
   ) {
     loop.execute { [self] in
-      assumeIsolated { session in
+      whileOnLoop { session in
         var actions: [SessionAction] = []
         let result = body(&session.machine, &actions)
         session.perform(actions)

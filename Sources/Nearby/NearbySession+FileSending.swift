@@ -231,7 +231,7 @@ extension NearbySession {
     if files.rateTimer == nil {
       let wait = Duration.milliseconds(Int64(max(1, (Double(count) - files.allowance) / Double(rate) * 1000)))
       files.rateTimer = loop.schedule(after: wait) { [self] in
-        assumeIsolated { session in
+        whileOnLoop { session in
           session.files.rateTimer = nil
           session.pumpInTurns()
         }

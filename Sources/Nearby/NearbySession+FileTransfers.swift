@@ -9,7 +9,7 @@ extension NearbySession {
   /// Runs `work` on the session's I/O thread, isolated to the session (dropped once the
   /// session has stopped).
   nonisolated func onLoop(_ work: @escaping @Sendable (isolated NearbySession) -> Void) {
-    loop.execute { [self] in assumeIsolated { work($0) } }
+    loop.execute { [self] in whileOnLoop { work($0) } }
   }
 
   var transferTuning: TransferTuning { configuration.transferTuning }
@@ -71,7 +71,7 @@ extension NearbySession {
   func ensureTransferTimer() {
     guard files.timer == nil, !files.stopped, !files.isIdle else { return }
     files.timer = loop.schedule(after: transferTuning.progressInterval) { [self] in
-      assumeIsolated { session in
+      whileOnLoop { session in
         session.files.timer = nil
         session.transferTick()
         session.ensureTransferTimer()

@@ -74,7 +74,7 @@ extension NearbySession {
   /// own check of the thread instead of the runtime's. That one asks the executor through
   /// the concurrency runtime, about 360 instructions, a dozen times per round trip of a
   /// message; this compares the thread's id. Off the loop it stops the program, as
-  /// `assumeIsolated` does.
+  /// `assumeIsolated` does. Every entry of the loop's work into the session goes through it.
   @inline(__always)
   nonisolated func whileOnLoop<T>(_ body: (isolated NearbySession) throws -> T) rethrows -> T {
     precondition(loop.isCurrent, "NearbySession: not on the session's event loop")
@@ -91,7 +91,7 @@ extension NearbySession {
   /// quarter second away).
   func scheduleTick(after delay: Duration) {
     tickTimer = loop.schedule(after: delay) { [self] in
-      assumeIsolated { session in
+      whileOnLoop { session in
         session.tickTimer = nil
         guard !session.shutdownRequested else { return }
         var actions: [SessionAction] = []

@@ -35,7 +35,7 @@ extension NearbySession {
   nonisolated var admissionCheck: AdmissionCheck {
     { [weak self] id, remote in
       guard let self else { return nil }
-      return self.assumeIsolated { $0.admit(id, from: remote) }
+      return self.whileOnLoop { $0.admit(id, from: remote) }
     }
   }
 

@@ -97,7 +97,7 @@ extension NearbySession {
     } onCancel: {
       // Runs after the job that stored the continuation (the loop runs one job at a time).
       loop.execute { [self] in
-        assumeIsolated { session in cancel(session, token)?.resume(returning: cancelled) }
+        whileOnLoop { session in cancel(session, token)?.resume(returning: cancelled) }
       }
     }
   }
@@ -125,7 +125,7 @@ extension NearbySession {
       // session through a job of its own): a queue that drained or a window that emptied in
       // between has already told, and nobody was waiting yet. So the registration looks
       // again and tries at once if so. (Without it, `nearby bench --only throughput` hung
-      // in 2 of 7 runs, with a sender waiting for room on a connection with nothing queued.)
+      // in 5 of 20 runs, with a sender waiting for room on a connection with nothing queued.)
       case .mustWait(let full):
         let woken = await waitCancellably(
           cancelled: false,
