@@ -7,11 +7,25 @@ enum AEAD {
   static let nonceCount = 12
   static let tagCount = 16
 
+  /// AES-256-GCM's key schedule for `key`, in memory that is wiped when released: passed as
+  /// `expandedKey`, it saves expanding the key again for every record.
+  static func expandAES256GCMKey(_ key: SecretBytes) -> SecretBytes {
+    precondition(key.count == keyCount && Sodium.aes256GCMAvailable)
+    return SecretBytes(count: MemoryLayout<crypto_aead_aes256gcm_state>.size) { state in
+      let status = crypto_aead_aes256gcm_beforenm(state.baseAddress!.bindMemory(to: crypto_aead_aes256gcm_state.self, capacity: 1), key.pointer)
+      precondition(status == 0, "AES-256-GCM key expansion failed")
+    }
+  }
+
+  private static func state(_ expanded: SecretBytes) -> UnsafePointer<crypto_aead_aes256gcm_state> {
+    UnsafeRawPointer(expanded.pointer).assumingMemoryBound(to: crypto_aead_aes256gcm_state.self)
+  }
+
   /// Encrypts `plaintext` into `output` (`plaintext.count + 16` bytes; may be the same
-  /// memory as `plaintext`).
+  /// memory as `plaintext`). `expandedKey`: `key`'s ``expandAES256GCMKey(_:)`` (AES-256-GCM only).
   static func seal(
-    _ cipher: RecordCipher, key: SecretBytes, nonce: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer,
-    plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer
+    _ cipher: RecordCipher, key: SecretBytes, expandedKey: SecretBytes? = nil, nonce: UnsafeRawBufferPointer,
+    additionalData: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer
   ) {
     precondition(nonce.count == nonceCount && key.count == keyCount)
     let out = output.assumingMemoryBound(to: UInt8.self)
@@ -25,18 +39,24 @@ enum AEAD {
         out, nil, message, UInt64(plaintext.count), ad, UInt64(additionalData.count), nil, npub, key.pointer)
     case .aes256GCM:
       precondition(Sodium.aes256GCMAvailable, "AES-256-GCM was negotiated on a CPU without AES-NI")
-      status = crypto_aead_aes256gcm_encrypt(
-        out, nil, message, UInt64(plaintext.count), ad, UInt64(additionalData.count), nil, npub, key.pointer)
+      if let expandedKey {
+        status = crypto_aead_aes256gcm_encrypt_afternm(
+          out, nil, message, UInt64(plaintext.count), ad, UInt64(additionalData.count), nil, npub, state(expandedKey))
+      } else {
+        status = crypto_aead_aes256gcm_encrypt(
+          out, nil, message, UInt64(plaintext.count), ad, UInt64(additionalData.count), nil, npub, key.pointer)
+      }
     }
     precondition(status == 0, "\(cipher) encryption failed")
   }
 
   /// Decrypts and authenticates `sealed` (ciphertext then tag) into `output`
-  /// (`sealed.count - 16` bytes; may be the same memory as `sealed`).
+  /// (`sealed.count - 16` bytes; may be the same memory as `sealed`). `expandedKey` as for
+  /// ``seal(_:key:expandedKey:nonce:additionalData:plaintext:into:)``.
   /// - Returns: `false` when the tag does not match (the output is then meaningless).
   static func open(
-    _ cipher: RecordCipher, key: SecretBytes, nonce: UnsafeRawBufferPointer, additionalData: UnsafeRawBufferPointer,
-    sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer
+    _ cipher: RecordCipher, key: SecretBytes, expandedKey: SecretBytes? = nil, nonce: UnsafeRawBufferPointer,
+    additionalData: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer
   ) -> Bool {
     precondition(nonce.count == nonceCount && key.count == keyCount)
     guard sealed.count >= tagCount else { return false }
@@ -50,6 +70,10 @@ enum AEAD {
         out, nil, nil, input, UInt64(sealed.count), ad, UInt64(additionalData.count), npub, key.pointer) == 0
     case .aes256GCM:
       guard Sodium.aes256GCMAvailable else { return false }
+      if let expandedKey {
+        return crypto_aead_aes256gcm_decrypt_afternm(
+          out, nil, nil, input, UInt64(sealed.count), ad, UInt64(additionalData.count), npub, state(expandedKey)) == 0
+      }
       return crypto_aead_aes256gcm_decrypt(
         out, nil, nil, input, UInt64(sealed.count), ad, UInt64(additionalData.count), npub, key.pointer) == 0
     }

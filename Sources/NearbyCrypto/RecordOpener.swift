@@ -115,7 +115,7 @@ package final class RecordOpener {
         let plaintextCount = length - 1 - AEAD.tagCount
         let opened = keys.nonce.withUnsafeBytes { nonce in
           AEAD.open(
-            cipher, key: keys.key, nonce: nonce, additionalData: UnsafeRawBufferPointer(start: record, count: 5),
+            cipher, key: keys.key, expandedKey: keys.expandedKey, nonce: nonce, additionalData: UnsafeRawBufferPointer(start: record, count: 5),
             sealed: UnsafeRawBufferPointer(start: record + 5, count: length - 1), into: record + 5)
         }
         guard opened else { throw fail(.decryptFailed(sequence: keys.sequence)) }

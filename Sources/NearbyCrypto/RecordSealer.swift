@@ -108,7 +108,8 @@ package final class RecordSealer {
     header.storeBytes(of: type.rawValue, toByteOffset: 4, as: UInt8.self)
     keys.nonce.withUnsafeBytes { nonce in
       AEAD.seal(
-        cipher, key: keys.key, nonce: nonce, additionalData: UnsafeRawBufferPointer(start: header, count: 5), plaintext: plaintext,
+        cipher, key: keys.key, expandedKey: keys.expandedKey, nonce: nonce, additionalData: UnsafeRawBufferPointer(start: header, count: 5),
+        plaintext: plaintext,
         into: header + 5)
     }
     keys.advance(plaintextCount: plaintext.count)

@@ -95,6 +95,51 @@ struct RecordTests {
     #expect(Array(viaArray.dropFirst()) == viaRaw)
   }
 
+  @Test("AES-256-GCM with the key schedule expanded once seals and opens as with the key")
+  func expandedKeyMatchesTheKey() throws {
+    try #require(Sodium.aes256GCMAvailable)
+    let key = SecretBytes((0..<32).map { UInt8($0 &* 7) })
+    let other = SecretBytes((0..<32).map { UInt8($0 &* 7 &+ 1) })
+    let expanded = AEAD.expandAES256GCMKey(key)
+    let nonce = [UInt8](repeating: 0, count: 4) + (0..<8).map { UInt8($0) }
+    let ad: [UInt8] = [1, 2, 3, 4, 5]
+    for count in [0, 1, 15, 16, 17, 64, 1000] {
+      let plaintext = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+      let plain = seal(plaintext, key, nil, nonce, ad)
+      #expect(seal(plaintext, key, expanded, nonce, ad) == plain)
+      #expect(open(plain, key, expanded, nonce, ad) == plaintext)
+      #expect(open(plain, key, nil, nonce, ad) == plaintext)
+      // The schedule of another key does not open it, whatever key is passed beside it.
+      #expect(open(plain, key, AEAD.expandAES256GCMKey(other), nonce, ad) == nil)
+    }
+    func seal(_ plaintext: [UInt8], _ key: SecretBytes, _ expanded: SecretBytes?, _ nonce: [UInt8], _ ad: [UInt8]) -> [UInt8] {
+      var output = [UInt8](repeating: 0, count: plaintext.count + AEAD.tagCount)
+      nonce.withUnsafeBytes { nonce in
+        ad.withUnsafeBytes { ad in
+          plaintext.withUnsafeBytes { message in
+            output.withUnsafeMutableBytes {
+              AEAD.seal(.aes256GCM, key: key, expandedKey: expanded, nonce: nonce, additionalData: ad, plaintext: message, into: $0.baseAddress!)
+            }
+          }
+        }
+      }
+      return output
+    }
+    func open(_ sealed: [UInt8], _ key: SecretBytes, _ expanded: SecretBytes?, _ nonce: [UInt8], _ ad: [UInt8]) -> [UInt8]? {
+      var output = [UInt8](repeating: 0, count: max(sealed.count - AEAD.tagCount, 1))
+      let ok = nonce.withUnsafeBytes { nonce in
+        ad.withUnsafeBytes { ad in
+          sealed.withUnsafeBytes { input in
+            output.withUnsafeMutableBytes {
+              AEAD.open(.aes256GCM, key: key, expandedKey: expanded, nonce: nonce, additionalData: ad, sealed: input, into: $0.baseAddress!)
+            }
+          }
+        }
+      }
+      return ok ? Array(output.prefix(sealed.count - AEAD.tagCount)) : nil
+    }
+  }
+
   @Test("a tampered byte anywhere is detected, and nothing after it is released", arguments: ciphers)
   func tamperEveryByte(cipher: RecordCipher) {
     let pair = RecordPair(cipher: cipher)
