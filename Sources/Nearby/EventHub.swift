@@ -65,7 +65,7 @@ final class EventHub: Sendable {
   /// hub's. (Order: ``state`` before ``claims``, never the other way round.)
   private let claims = Mutex<[Claim]>([])
   /// Called (from the thread that settled them) when claims become settled and none were
-  /// waiting before; the owner then collects them with ``takeSettledClaims()``.
+  /// waiting before; the owner then collects them with ``takeSettledClaims(into:)``.
   private let onClaimsSettled: @Sendable () -> Void
 
   init(onClaimsSettled: @escaping @Sendable () -> Void = {}) {
@@ -76,6 +76,9 @@ final class EventHub: Sendable {
 
   /// Publishes events in order. Each claim belongs to the event at the same index (`nil`: none).
   func publish(_ elements: some Sequence<(Element, Claim?)>) {
+    // Usually one subscriber waits for one event: that resume needs no array (an array
+    // here was a heap allocation per message).
+    var resume: (UnsafeContinuation<Element?, Never>, Element)?
     var resumes: [(UnsafeContinuation<Element?, Never>, Element)] = []
     var notify = false
     state.withLock { state in
@@ -89,14 +92,15 @@ final class EventHub: Sendable {
         for index in 0..<state.subscribers.count {
           if let waiter = state.subscribers[index].waiter {
             state.subscribers[index].waiter = nil
-            resumes.append((waiter, element))
-            notify = take(Item(element, claim: claim, shared: shared)) || notify
+            if resume == nil { resume = (waiter, element) } else { resumes.append((waiter, element)) }
+            notify = take(claim, shared: shared) || notify
           } else {
             state.subscribers[index].buffer.append(Item(element, claim: claim, shared: shared))
           }
         }
       }
     }
+    if let (waiter, element) = resume { waiter.resume(returning: element) }
     for (waiter, element) in resumes { waiter.resume(returning: element) }
     if notify { onClaimsSettled() }
   }
@@ -119,12 +123,12 @@ final class EventHub: Sendable {
     for waiter in waiters { waiter.resume(returning: nil) }
   }
 
-  /// The claims settled since the last call.
-  func takeSettledClaims() -> [Claim] {
-    claims.withLock { settled in
-      defer { settled.removeAll(keepingCapacity: true) }
-      return settled
-    }
+  /// Swaps the claims settled since the last call into `claims`, which must be empty; the
+  /// hub keeps its array for the next ones (no allocation per batch: returning a copy and
+  /// emptying the original allocated one).
+  func takeSettledClaims(into claims: inout [Claim]) {
+    precondition(claims.isEmpty, "takeSettledClaims(into:) needs an empty array")
+    self.claims.withLock { settled in swap(&settled, &claims) }
   }
 
   /// How many events wait in the fullest subscriber's buffer (diagnostics and tests).
@@ -228,10 +232,13 @@ final class EventHub: Sendable {
 
   /// One subscriber took an event. - Returns: whether the owner must be told (its claim is
   /// settled and none was waiting to be collected).
-  private func take(_ item: Item) -> Bool {
-    guard let claim = item.claim else { return false }
+  private func take(_ item: Item) -> Bool { take(item.claim, shared: item.shared) }
+
+  /// ``take(_:)`` of an event's claim, without an item (one copy of the event fewer).
+  private func take(_ claim: Claim?, shared: ClaimCount?) -> Bool {
+    guard let claim else { return false }
     return claims.withLock { settled in
-      if let shared = item.shared {
+      if let shared {
         shared.remaining -= 1
         guard shared.remaining == 0 else { return false }
       }

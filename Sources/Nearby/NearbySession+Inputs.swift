@@ -74,7 +74,8 @@ extension NearbySession {
   /// own check of the thread instead of the runtime's. That one asks the executor through
   /// the concurrency runtime, about 360 instructions, a dozen times per round trip of a
   /// message; this compares the thread's id. Off the loop it stops the program, as
-  /// `assumeIsolated` does. Every entry of the loop's work into the session goes through it.
+  /// `assumeIsolated` does. Every entry of the loop's work into the session goes through it
+  /// or, on the per-message paths, through ``handleOnLoop(_:)`` and its like.
   @inline(__always)
   nonisolated func whileOnLoop<T>(_ body: (isolated NearbySession) throws -> T) rethrows -> T {
     precondition(loop.isCurrent, "NearbySession: not on the session's event loop")
@@ -83,6 +84,34 @@ extension NearbySession {
     return try withoutActuallyEscaping(body) { (body: @escaping Isolated) throws -> T in
       try unsafeBitCast(body, to: Plain.self)(self)
     }
+  }
+
+  // The per-message entries. A closure handed to `whileOnLoop` (or to `assumeIsolated`,
+  // which is built the same way) costs two heap allocations per call: the context that
+  // `withoutActuallyEscaping` must be able to count, and the box of what it captures;
+  // a closure literal passed through an `@escaping` parameter still cost one. A closure
+  // without captures in a local constant of an explicit type costs none (counted with
+  // callgrind), so these three are written out. What they pass, they pass as arguments.
+
+  /// ``handle(_:)-(TransportEvent)`` from the loop thread: the transport's sink.
+  nonisolated func handleOnLoop(_ event: TransportEvent) {
+    precondition(loop.isCurrent, "NearbySession: not on the session's event loop")
+    let handle: (isolated NearbySession, TransportEvent) -> Void = { $0.handle($1) }
+    unsafeBitCast(handle, to: ((NearbySession, TransportEvent) -> Void).self)(self, event)
+  }
+
+  /// ``attemptSend(_:to:)`` from the loop thread, without a hop (the loop is our executor).
+  nonisolated func attemptSendOnLoop(_ body: [UInt8], to recipients: Recipients) -> SendAttempt {
+    precondition(loop.isCurrent, "NearbySession: not on the session's event loop")
+    let attempt: (isolated NearbySession, [UInt8], Recipients) -> SendAttempt = { $0.attemptSend($1, to: $2) }
+    return unsafeBitCast(attempt, to: ((NearbySession, [UInt8], Recipients) -> SendAttempt).self)(self, body, recipients)
+  }
+
+  /// ``acknowledgeTaken()`` from the loop thread (or the queue that replaces it).
+  nonisolated func acknowledgeTakenOnLoop() {
+    precondition(loop.isCurrent, "NearbySession: not on the session's event loop")
+    let acknowledge: (isolated NearbySession) -> Void = { $0.acknowledgeTaken() }
+    unsafeBitCast(acknowledge, to: ((NearbySession) -> Void).self)(self)
   }
 
   // MARK: Time
@@ -108,12 +137,13 @@ extension NearbySession {
 
   /// Called from whichever thread took the last copy of received messages: counts them on
   /// the loop, after everything of the current iteration, and acknowledges them (see
-  /// ``acknowledgeTaken()``).
-  nonisolated func scheduleAcknowledgements() {
+  /// ``acknowledgeTaken()``). `work` is ``ClaimsSettledSignal``'s, made once (a closure made
+  /// here was a heap allocation per message).
+  nonisolated func scheduleAcknowledgements(_ work: @escaping @Sendable () -> Void) {
     if loop.inLoop {
-      loop.afterIteration { [self] in whileOnLoop { $0.acknowledgeTaken() } }
+      loop.afterIteration(work)
     } else {
-      loop.execute { [self] in whileOnLoop { $0.acknowledgeTaken() } }
+      loop.execute(work)
     }
   }
 
@@ -130,7 +160,13 @@ extension NearbySession {
   /// What the application took: counted at once (reading resumes), acknowledged to the
   /// senders when a batch is full or ``acknowledgementDelay`` after the first of it.
   func acknowledgeTaken() {
-    let claims = hub.takeSettledClaims()
+    var claims = spareClaims
+    spareClaims = []
+    hub.takeSettledClaims(into: &claims)
+    defer {
+      claims.removeAll(keepingCapacity: claims.capacity <= Self.spareCapacity)
+      spareClaims = claims
+    }
     guard !claims.isEmpty else { return }
     // Per connection, not per claim (a batch is usually thousands of one connection's).
     var index = 0

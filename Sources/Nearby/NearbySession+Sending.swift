@@ -111,11 +111,6 @@ extension NearbySession {
     case mustWaitForWindows([PeerID])
   }
 
-  /// ``attemptSend(_:to:)`` from the loop thread, without a hop (the loop is our executor).
-  private nonisolated func attemptSendOnLoop(_ body: [UInt8], to recipients: Recipients) -> SendAttempt {
-    whileOnLoop { $0.attemptSend(body, to: recipients) }
-  }
-
   private func sendWaitingForRoom(_ body: [UInt8], to recipients: Recipients) async throws(SendError) -> MessageID {
     while true {
       switch attemptSend(body, to: recipients) {

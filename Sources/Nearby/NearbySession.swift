@@ -91,6 +91,8 @@ public actor NearbySession {
   /// Storage kept between the per-message calls (see ``takeActions()``).
   @exclusivity(unchecked) var spareActions: [SessionAction] = []
   @exclusivity(unchecked) var spareBatch: [(HubEvent, MessageClaim?)] = []
+  /// The array ``acknowledgeTaken()`` swaps with the hub's settled claims.
+  @exclusivity(unchecked) var spareClaims: [MessageClaim] = []
 
   enum RunState { case idle, running, stopped }
 
@@ -121,7 +123,7 @@ public actor NearbySession {
     guards = SessionGuards(configuration)
     let settled = ClaimsSettledSignal()
     hub = EventHub(onClaimsSettled: { settled.fire() })
-    settled.action = { [weak self] in self?.scheduleAcknowledgements() }
+    settled.session = self
   }
 
   // MARK: Running
@@ -133,7 +135,7 @@ public actor NearbySession {
     guard state == .idle else { throw SessionUsageError("run() was already called on this session") }
     state = .running
     // Transport and discovery events arrive on the loop thread, which is this actor's executor.
-    let sink: TransportSink = { event in self.whileOnLoop { $0.handle(event) } }
+    let sink: TransportSink = { event in self.handleOnLoop(event) }
     transportSink = sink
     do {
       listener = try await TCPListener.bind(
@@ -355,12 +357,21 @@ public struct SessionUsageError: Error, CustomStringConvertible {
 /// Lets the event hub (which exists before the session) reach the session once it exists.
 final class ClaimsSettledSignal: @unchecked Sendable {
   private let lock = Mutex(())
-  private var stored: (@Sendable () -> Void)?
-  var action: (@Sendable () -> Void)? {
-    get { lock.withLock { _ in stored } }
-    set { lock.withLock { _ in stored = newValue } }
+  private weak var storedSession: NearbySession?
+  var session: NearbySession? {
+    get { lock.withLock { _ in storedSession } }
+    set { lock.withLock { _ in storedSession = newValue } }
   }
-  func fire() { action?() }
+  /// What the loop runs to acknowledge: one closure for the session's life, handed to the
+  /// loop each time claims settle.
+  /// Set in `init` and only read afterwards.
+  private(set) var acknowledge: @Sendable () -> Void = {}
+
+  init() {
+    acknowledge = { [unowned self] in self.session?.acknowledgeTakenOnLoop() }
+  }
+
+  func fire() { session?.scheduleAcknowledgements(acknowledge) }
 }
 
 /// A one-shot signal that can be opened from any context (a cancellation handler too) and

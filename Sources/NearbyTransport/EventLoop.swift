@@ -78,6 +78,9 @@ package final class EventLoop: @unchecked Sendable {
   // and the runtime's check of every access to a class's property was about a tenth of the
   // instructions of a message's round trip (callgrind; see the README's benchmarks).
   @exclusivity(unchecked) private var deferred: [() -> Void] = []
+  /// The deferred work being run, swapped with ``deferred`` (copying it and emptying the
+  /// copy allocated a new array per iteration).
+  @exclusivity(unchecked) private var runningDeferred: [() -> Void] = []
   /// The work being run (swapped with the queue: no allocation per iteration).
   @exclusivity(unchecked) private var running: [Work] = []
   @exclusivity(unchecked) private var handlers: [Int32: any EventLoopHandler] = [:]
@@ -343,9 +346,10 @@ package final class EventLoop: @unchecked Sendable {
 
   private func runDeferred() {
     while !deferred.isEmpty {
-      let work = deferred
-      deferred.removeAll(keepingCapacity: true)
-      for item in work { item() }
+      // The work may defer more: it goes to the emptied array, for the next round.
+      swap(&deferred, &runningDeferred)
+      for item in runningDeferred { item() }
+      runningDeferred.removeAll(keepingCapacity: runningDeferred.capacity <= 1024)
     }
   }
 

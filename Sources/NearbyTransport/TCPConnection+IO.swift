@@ -173,7 +173,13 @@ extension TCPConnection {
   }
 
   private func readTurn() {
-    var batch: [Frame] = []
+    var batch = spareFrames
+    spareFrames = []
+    defer {
+      // Kept for the next turn when small (a heap allocation per turn otherwise; a large
+      // one is not worth keeping for an idle connection).
+      if batch.isEmpty, batch.capacity <= 16 { spareFrames = batch }
+    }
     let frameLimit = limits.framesPerTurn
     if leftoverFrames, isOpen, !readingPaused, !discarding {
       // The previous turn stopped at its frame limit: finish what is buffered first.
@@ -184,22 +190,21 @@ extension TCPConnection {
     reading: while bytesLeft > 0, !leftoverFrames, isOpen, !readingPaused {
       var result: Result<IOResult<Int>, SystemError> = .success(.wouldBlock)
       var requested = 0
-      // A local function, not a closure in a constant: that one escapes, and its captures
-      // were three heap allocations per turn.
-      func read(_ space: UnsafeMutableRawBufferPointer) -> Int {
-        requested = space.count
-        result = Result { () throws(SystemError) in
-          try systemCall("read") { Glibc.read(fd, space.baseAddress, space.count) }
-        }
-        if case .success(.done(let count)) = result { return count }
-        return 0
-      }
+      // A closure literal passed straight on: a closure in a constant escapes (its captures
+      // were three heap allocations per turn), and a local function passed as a value
+      // still boxed `result` and `requested` (two).
       if let opener = channel.opener, !discarding {
-        opener.withWritableBytes(minimumCount: 16_384, read)
+        opener.withWritableBytes(minimumCount: 16_384) { space in
+          requested = space.count
+          result = Self.readOnce(fd, into: space)
+          if case .success(.done(let count)) = result { return count }
+          return 0
+        }
       } else {
         // Handshake bytes are taken at once, and discarded ones are dropped: the loop's
         // scratch buffer holds them, not one of each connection.
-        _ = read(loop.scratch)
+        requested = loop.scratch.count
+        result = Self.readOnce(fd, into: loop.scratch)
       }
       switch result {
       case .success(.done(0)):
@@ -239,6 +244,13 @@ extension TCPConnection {
     // a turn of their own, after the other connections had theirs.
     if leftoverFrames { scheduleNextTurn() }
     deliver(&batch)
+  }
+
+  /// One `read(2)` into `space`.
+  private static func readOnce(_ fd: Int32, into space: UnsafeMutableRawBufferPointer) -> Result<IOResult<Int>, SystemError> {
+    Result { () throws(SystemError) in
+      try systemCall("read") { Glibc.read(fd, space.baseAddress, space.count) }
+    }
   }
 
   private func scheduleNextTurn() {
@@ -331,11 +343,17 @@ extension TCPConnection {
     }
   }
 
+  /// Hands the frames to the sink and leaves `batch` empty, with its storage when small
+  /// (the sink runs on this thread and is done with the frames when it returns).
   func deliver(_ batch: inout [Frame]) {
     guard !batch.isEmpty else { return }
-    let frames = batch
-    batch = []
+    var frames: [Frame] = []
+    swap(&frames, &batch)
     sink(.frames(id, frames))
+    if frames.capacity <= 16 {
+      frames.removeAll(keepingCapacity: true)
+      batch = frames
+    }
   }
 
   private func endOfStream() {

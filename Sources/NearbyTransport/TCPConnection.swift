@@ -104,6 +104,8 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   @exclusivity(unchecked) var lastReadSize = 0
   /// The last turn stopped at its frame limit with frames still in the decoder.
   @exclusivity(unchecked) var leftoverFrames = false
+  /// The frame array of the last read turn, emptied, for the next (see `readTurn`).
+  @exclusivity(unchecked) var spareFrames: [Frame] = []
   @exclusivity(unchecked) var turnScheduled = false
   /// What ``ReceiveBudget`` counts for this connection (set by the budget).
   @exclusivity(unchecked) var heldPartialBytes = 0

@@ -16,7 +16,11 @@ struct EventCursorTests {
     hub.publish(ids.map { (HubEvent.session(.status(.listening(port: UInt16($0)))), claim($0)) })
   }
 
-  static func settled(_ hub: EventHub) -> [UInt64] { hub.takeSettledClaims().map(\.taken.id) }
+  static func settled(_ hub: EventHub) -> [UInt64] {
+    var claims: [MessageClaim] = []
+    hub.takeSettledClaims(into: &claims)
+    return claims.map(\.taken.id)
+  }
 
   @Test func aClaimIsSettledWhenItsEventIsHandedOutNotWhenItsBatchIsTaken() async {
     let hub = EventHub()
