@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 const uint32_t NEARBY_EPOLLIN = EPOLLIN;
@@ -110,6 +112,45 @@ int nearby_open_fd_count(void) {
   }
   closedir(dir);
   return count - 1;  // the directory stream's own descriptor
+}
+
+// The CPUs the process might use before nearby_pin_process, for nearby_unpin_process.
+static cpu_set_t unpinned_cpus;
+static int has_unpinned_cpus = 0;
+
+// Sets `cpus` on every thread listed in /proc/self/task. Threads that end meanwhile are skipped.
+static int set_affinity_of_all_threads(const cpu_set_t *cpus) {
+  DIR *dir = opendir("/proc/self/task");
+  if (!dir) return -1;
+  int result = 0;
+  struct dirent *entry;
+  while ((entry = readdir(dir)) != NULL) {
+    if (entry->d_name[0] == '.') continue;
+    pid_t tid = (pid_t)atoi(entry->d_name);
+    if (sched_setaffinity(tid, sizeof(cpu_set_t), cpus) != 0 && errno != ESRCH) result = -1;
+  }
+  closedir(dir);
+  return result;
+}
+
+int nearby_pin_process(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (!has_unpinned_cpus) {
+    if (sched_getaffinity(0, sizeof(cpu_set_t), &unpinned_cpus) != 0) return -1;
+    has_unpinned_cpus = 1;
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return set_affinity_of_all_threads(&one);
+}
+
+int nearby_unpin_process(void) {
+  if (!has_unpinned_cpus) return 0;
+  return set_affinity_of_all_threads(&unpinned_cpus);
 }
 
 int nearby_write_behind(int fd, int64_t offset, int64_t length, int64_t wait_offset, int64_t wait_length) {

@@ -1,3 +1,4 @@
+import CNearbySystem
 import Nearby
 import Synchronization
 
@@ -10,7 +11,7 @@ extension BenchRunner {
     let rounds = quick ? 1000 : 10_000
     let blocks = 5
     progress(
-      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same with busy polling; events in an ordinary task, without and with; raw TCP), in \(blocks) interleaved blocks"
+      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same with busy polling; events in an ordinary task, without and with; raw TCP; on two CPUs, with one kept busy; everything pinned to one CPU), in \(blocks) interleaved blocks"
     )
     if let profile = getenv("NEARBY_BENCH_PROFILE"), String(cString: profile) == "latency" {
       // Profiling our side only: round trips with events on the session's executor
@@ -34,6 +35,8 @@ extension BenchRunner {
     var rawTimes: [Duration] = []
     var sharingTimes: [Duration] = []
     var rawSharingTimes: [Duration] = []
+    var pinnedTimes: [Duration] = []
+    var rawPinnedTimes: [Duration] = []
     let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
       onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
@@ -48,6 +51,13 @@ extension BenchRunner {
         defer { spinner.stop() }  // also when a round trip fails: the thread must not spin on
         sharingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
         rawSharingTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+      }
+      // Every thread of the process on CPU 0, and so both ends of each pair: a round trip
+      // then costs exactly the CPU time of both ends, with no wake-up of an idle CPU.
+      if Pinning.worthRunning, nearby_pin_process(0) == 0 {
+        defer { _ = nearby_unpin_process() }  // also when a round trip fails
+        pinnedTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
+        rawPinnedTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
       }
     }
     let onLoop = Percentiles(onLoopTimes)
@@ -68,7 +78,24 @@ extension BenchRunner {
       row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
       row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
       row("round trip 64 B, p50, events in an ordinary task, busy polling 200 µs", pooledPolled.p50, raw.p50),
-    ] + sharingRows(sharingTimes, rawSharingTimes)
+    ] + sharingRows(sharingTimes, rawSharingTimes) + pinnedRows(pinnedTimes, rawPinnedTimes)
+  }
+
+  /// Rows of the round trips with every thread pinned to one CPU, next to raw TCP's pinned
+  /// the same way (none where pinning failed or there is one CPU).
+  private func pinnedRows(_ ours: [Duration], _ raw: [Duration]) -> [BenchmarkResult] {
+    guard !ours.isEmpty, !raw.isEmpty else { return [] }
+    let ours = Percentiles(ours)
+    let raw = Percentiles(raw)
+    let baseline = "raw TCP ping-pong, pinned the same way"
+    return [
+      BenchmarkResult(
+        name: "latency", figure: "round trip 64 B, p50, both ends pinned to one CPU", unit: "µs", ours: ours.p50.microseconds,
+        baseline: raw.p50.microseconds, baselineName: baseline, higherIsBetter: false),
+      BenchmarkResult(
+        name: "latency", figure: "round trip 64 B, p99, both ends pinned to one CPU", unit: "µs", ours: ours.p99.microseconds,
+        baseline: raw.p99.microseconds, baselineName: baseline, higherIsBetter: false),
+    ]
   }
 
   /// Rows of the round trips with a CPU kept busy, next to raw TCP's under the same load
@@ -130,6 +157,11 @@ extension BenchRunner {
     await b.stop()
     return Array(times.dropFirst(100))
   }
+}
+
+/// Pinning the process to one CPU changes something only where there are several.
+enum Pinning {
+  static var worthRunning: Bool { sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 }
 }
 
 /// A thread that spins until stopped, keeping one CPU busy.

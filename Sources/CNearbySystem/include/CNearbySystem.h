@@ -70,6 +70,13 @@ int nearby_write_behind(int fd, int64_t offset, int64_t length, int64_t wait_off
 /// The number of open file descriptors of this process (counts /proc/self/fd).
 int nearby_open_fd_count(void);
 
+/// Pins every thread of this process to CPU `cpu`; threads created afterwards inherit it
+/// (benchmarks: two ends that share one CPU). Returns 0, or -1 with errno.
+int nearby_pin_process(int cpu);
+
+/// Gives every thread of this process the CPUs it had before the first nearby_pin_process.
+int nearby_unpin_process(void);
+
 /// The resident set size of this process in bytes (from /proc/self/statm), or -1.
 long long nearby_resident_bytes(void);
 
