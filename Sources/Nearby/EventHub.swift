@@ -266,8 +266,21 @@ final class EventCursor: Sendable {
     self.id = hub.subscribe()
   }
 
+  /// Events handed out since this cursor last let other work run (see ``next()``).
+  private let streak = Atomic<Int>(0)
+
   /// The next event, waiting for one; `nil` once the hub finished and nothing is left.
+  ///
+  /// Every ``batchSize`` events it yields (`Task.yield()`) before the next one: events that
+  /// are buffered are handed out without suspending, so a consumer working through a
+  /// flood of them would otherwise hold its thread until the flood ends. On the session's
+  /// I/O thread that stopped reading, timers and heartbeats; on Swift's pool (two threads
+  /// here) it kept the application's other tasks waiting for seconds.
   nonisolated(nonsending) func next() async -> HubEvent? {
+    if streak.add(1, ordering: .relaxed).newValue >= Self.batchSize {
+      streak.store(0, ordering: .relaxed)
+      await Task.yield()
+    }
     if let item = takeFromBatch() ?? refill() {
       hub.handOut(item)
       return item.element

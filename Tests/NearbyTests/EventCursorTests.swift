@@ -1,4 +1,5 @@
 import NearbyCore
+import Synchronization
 import Testing
 
 @testable import Nearby
@@ -20,6 +21,28 @@ struct EventCursorTests {
     var claims: [MessageClaim] = []
     hub.takeSettledClaims(into: &claims)
     return claims.map(\.taken.id)
+  }
+
+  /// A consumer on the session's I/O thread working through thousands of buffered events
+  /// lets other work of that thread run between batches (reading, timers, other tasks).
+  @Test func aConsumerWorkingThroughAFloodLetsOtherWorkOfItsThreadRun() async throws {
+    let session = try NearbySession(configuration: SessionConfiguration(identity: .ephemeral(), name: DisplayName("flooded")))
+    let cursor = EventCursor(hub: session.hub)
+    Self.publish(session.hub, 0..<5000)
+    final class Counter: Sendable { let value = Atomic<Int>(0) }
+    let taken = Counter()
+    let consumer = Task(executorPreference: session.executor) {
+      for _ in 0..<5000 {
+        _ = await cursor.next()
+        taken.value.add(1, ordering: .relaxed)
+      }
+    }
+    // Queued on the same thread while the consumer runs (or before it starts).
+    let probe = Task(executorPreference: session.executor) { taken.value.load(ordering: .relaxed) }
+    let seenByProbe = await probe.value
+    await consumer.value
+    #expect(seenByProbe < 5000, "the other task ran only after the consumer had taken all 5000 events")
+    #expect(taken.value.load(ordering: .relaxed) == 5000)
   }
 
   @Test func aClaimIsSettledWhenItsEventIsHandedOutNotWhenItsBatchIsTaken() async {
