@@ -354,26 +354,6 @@ public struct SessionUsageError: Error, CustomStringConvertible {
   init(_ description: String) { self.description = description }
 }
 
-/// Lets the event hub (which exists before the session) reach the session once it exists.
-final class ClaimsSettledSignal: @unchecked Sendable {
-  private let lock = Mutex(())
-  private weak var storedSession: NearbySession?
-  var session: NearbySession? {
-    get { lock.withLock { _ in storedSession } }
-    set { lock.withLock { _ in storedSession = newValue } }
-  }
-  /// What the loop runs to acknowledge: one closure for the session's life, handed to the
-  /// loop each time claims settle.
-  /// Set in `init` and only read afterwards.
-  private(set) var acknowledge: @Sendable () -> Void = {}
-
-  init() {
-    acknowledge = { [unowned self] in self.session?.acknowledgeTakenOnLoop() }
-  }
-
-  func fire() { session?.scheduleAcknowledgements(acknowledge) }
-}
-
 /// A one-shot signal that can be opened from any context (a cancellation handler too) and
 /// awaited once; the continuation is resumed exactly once.
 final class Gate: Sendable {

@@ -81,38 +81,28 @@ extension BenchRunner {
     ] + sharingRows(sharingTimes, rawSharingTimes) + pinnedRows(pinnedTimes, rawPinnedTimes)
   }
 
-  /// Rows of the round trips with every thread pinned to one CPU, next to raw TCP's pinned
-  /// the same way (none where pinning failed or there is one CPU).
-  private func pinnedRows(_ ours: [Duration], _ raw: [Duration]) -> [BenchmarkResult] {
-    guard !ours.isEmpty, !raw.isEmpty else { return [] }
-    let ours = Percentiles(ours)
-    let raw = Percentiles(raw)
-    let baseline = "raw TCP ping-pong, pinned the same way"
-    return [
-      BenchmarkResult(
-        name: "latency", figure: "round trip 64 B, p50, both ends pinned to one CPU", unit: "µs", ours: ours.p50.microseconds,
-        baseline: raw.p50.microseconds, baselineName: baseline, higherIsBetter: false),
-      BenchmarkResult(
-        name: "latency", figure: "round trip 64 B, p99, both ends pinned to one CPU", unit: "µs", ours: ours.p99.microseconds,
-        baseline: raw.p99.microseconds, baselineName: baseline, higherIsBetter: false),
-    ]
-  }
-
   /// Rows of the round trips with a CPU kept busy, next to raw TCP's under the same load
   /// (none on a machine with more than two CPUs, where a spinning thread changes nothing).
   private func sharingRows(_ ours: [Duration], _ raw: [Duration]) -> [BenchmarkResult] {
+    comparedRows(ours, raw, "another thread spinning on a CPU", baseline: "raw TCP ping-pong, the same spinning thread")
+  }
+
+  /// Rows of the round trips with every thread pinned to one CPU, next to raw TCP's pinned
+  /// the same way (none where pinning failed or there is one CPU).
+  private func pinnedRows(_ ours: [Duration], _ raw: [Duration]) -> [BenchmarkResult] {
+    comparedRows(ours, raw, "both ends pinned to one CPU", baseline: "raw TCP ping-pong, pinned the same way")
+  }
+
+  /// p50 and p99 of round trips measured under `condition`, each next to raw TCP's.
+  private func comparedRows(_ ours: [Duration], _ raw: [Duration], _ condition: String, baseline: String) -> [BenchmarkResult] {
     guard !ours.isEmpty, !raw.isEmpty else { return [] }
     let ours = Percentiles(ours)
     let raw = Percentiles(raw)
-    let baseline = "raw TCP ping-pong, the same spinning thread"
-    return [
+    return [("p50", ours.p50, raw.p50), ("p99", ours.p99, raw.p99)].map { percentile, ours, raw in
       BenchmarkResult(
-        name: "latency", figure: "round trip 64 B, p50, another thread spinning on a CPU", unit: "µs", ours: ours.p50.microseconds,
-        baseline: raw.p50.microseconds, baselineName: baseline, higherIsBetter: false),
-      BenchmarkResult(
-        name: "latency", figure: "round trip 64 B, p99, another thread spinning on a CPU", unit: "µs", ours: ours.p99.microseconds,
-        baseline: raw.p99.microseconds, baselineName: baseline, higherIsBetter: false),
-    ]
+        name: "latency", figure: "round trip 64 B, \(percentile), \(condition)", unit: "µs", ours: ours.microseconds,
+        baseline: raw.microseconds, baselineName: baseline, higherIsBetter: false)
+    }
   }
 
   /// Round trips through the public API: A sends, B's event loop answers each message, A
