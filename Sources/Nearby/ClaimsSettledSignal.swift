@@ -9,11 +9,13 @@ final class ClaimsSettledSignal: @unchecked Sendable {
     set { lock.withLock { _ in storedSession = newValue } }
   }
   /// What the loop runs to acknowledge: one closure for the session's life, handed to the
-  /// loop each time claims settle (set in `init`, only read afterwards).
+  /// loop each time claims settle (set in `init`, only read afterwards). It holds the signal
+  /// weakly: the loop may run it after the session and its hub are gone (`unowned` crashed
+  /// there: "Attempted to read an unowned reference but object … was already destroyed").
   private(set) var acknowledge: @Sendable () -> Void = {}
 
   init() {
-    acknowledge = { [unowned self] in self.session?.acknowledgeTakenOnLoop() }
+    acknowledge = { [weak self] in self?.session?.acknowledgeTakenOnLoop() }
   }
 
   func fire() { session?.scheduleAcknowledgements(acknowledge) }
