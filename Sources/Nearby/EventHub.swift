@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyTransport
 import Synchronization
 
 /// Hands every event to every subscriber, each through a buffer of its own, so that several
@@ -266,25 +267,38 @@ final class EventCursor: Sendable {
     self.id = hub.subscribe()
   }
 
-  /// Events handed out since this cursor last let other work run (see ``next()``).
+  /// Events handed out since the clock was last looked at, and when this cursor last let
+  /// other work run (it waited for an event, or yielded). See ``next()``.
   private let streak = Atomic<Int>(0)
+  private let sliceStart = Atomic<UInt64>(EventLoop.monotonicNanoseconds())
+  /// How long a consumer may work through buffered events before it yields: 1 ms.
+  static let slice: UInt64 = 1_000_000
 
   /// The next event, waiting for one; `nil` once the hub finished and nothing is left.
   ///
-  /// Every ``batchSize`` events it yields (`Task.yield()`) before the next one: events that
-  /// are buffered are handed out without suspending, so a consumer working through a
-  /// flood of them would otherwise hold its thread until the flood ends. On the session's
-  /// I/O thread that stopped reading, timers and heartbeats; on Swift's pool (two threads
-  /// here) it kept the application's other tasks waiting for seconds.
+  /// Buffered events are handed out without suspending, so a consumer working through a
+  /// flood of them would hold its thread until the flood ends: on the session's I/O thread
+  /// that stopped reading, timers and heartbeats; on Swift's pool (two threads here) it kept
+  /// the application's other tasks waiting for seconds. So every ``batchSize`` events it
+  /// looks at the clock, and yields (`Task.yield()`) once it has gone ``slice`` without
+  /// waiting. (A yield every 64 events, whatever the time, made a consumer on a busy pool
+  /// wait behind every other task 64 events at a time: a test flooded with 16 000 events
+  /// missed its deadline.)
   nonisolated(nonsending) func next() async -> HubEvent? {
     if streak.add(1, ordering: .relaxed).newValue >= Self.batchSize {
       streak.store(0, ordering: .relaxed)
-      await Task.yield()
+      if EventLoop.monotonicNanoseconds() &- sliceStart.load(ordering: .relaxed) >= Self.slice {
+        await Task.yield()
+        sliceStart.store(EventLoop.monotonicNanoseconds(), ordering: .relaxed)
+      }
     }
     if let item = takeFromBatch() ?? refill() {
       hub.handOut(item)
       return item.element
     }
+    // Nothing buffered: this usually waits, which lets other work run.
+    streak.store(0, ordering: .relaxed)
+    sliceStart.store(EventLoop.monotonicNanoseconds(), ordering: .relaxed)
     return await hub.next(id)
   }
 

@@ -37,7 +37,7 @@ public final class Recorder<Element: Sendable>: Sendable {
     let storage = self.storage
     task = Task {
       for await element in stream {
-        if ProcessInfo.processInfo.environment["NEARBY_TEST_DEBUG"] != nil { print("[recorder] \(ContinuousClock.now) \(element)") }
+        if Self.debug { print("[recorder] \(ContinuousClock.now) \(element)") }
         storage.elements.withLock { $0.append(element) }
       }
     }

@@ -24,15 +24,16 @@ struct EventCursorTests {
   }
 
   /// A consumer on the session's I/O thread working through thousands of buffered events
-  /// lets other work of that thread run between batches (reading, timers, other tasks).
+  /// lets other work of that thread run now and then (reading, timers, other tasks).
   @Test func aConsumerWorkingThroughAFloodLetsOtherWorkOfItsThreadRun() async throws {
     let session = try NearbySession(configuration: SessionConfiguration(identity: .ephemeral(), name: DisplayName("flooded")))
     let cursor = EventCursor(hub: session.hub)
-    Self.publish(session.hub, 0..<5000)
+    // Enough that working through them takes longer than a slice (1 ms) on any machine.
+    Self.publish(session.hub, 0..<20_000)
     final class Counter: Sendable { let value = Atomic<Int>(0) }
     let taken = Counter()
     let consumer = Task(executorPreference: session.executor) {
-      for _ in 0..<5000 {
+      for _ in 0..<20_000 {
         _ = await cursor.next()
         taken.value.add(1, ordering: .relaxed)
       }
@@ -41,8 +42,8 @@ struct EventCursorTests {
     let probe = Task(executorPreference: session.executor) { taken.value.load(ordering: .relaxed) }
     let seenByProbe = await probe.value
     await consumer.value
-    #expect(seenByProbe < 5000, "the other task ran only after the consumer had taken all 5000 events")
-    #expect(taken.value.load(ordering: .relaxed) == 5000)
+    #expect(seenByProbe < 20_000, "the other task ran only after the consumer had taken all 20 000 events")
+    #expect(taken.value.load(ordering: .relaxed) == 20_000)
   }
 
   @Test func aClaimIsSettledWhenItsEventIsHandedOutNotWhenItsBatchIsTaken() async {
