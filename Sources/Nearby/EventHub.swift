@@ -262,8 +262,13 @@ final class EventCursor: Sendable {
   /// the hub's buffer, where the session counts them.
   static let batchSize = 64
 
-  init(hub: EventHub) {
+  /// The session's I/O thread, when the cursor reads a session's events: a consumer that
+  /// works through a flood there yields now and then (see ``next()``).
+  let loop: EventLoop?
+
+  init(hub: EventHub, loop: EventLoop? = nil) {
     self.hub = hub
+    self.loop = loop
     self.id = hub.subscribe()
   }
 
@@ -277,15 +282,15 @@ final class EventCursor: Sendable {
   /// The next event, waiting for one; `nil` once the hub finished and nothing is left.
   ///
   /// Buffered events are handed out without suspending, so a consumer working through a
-  /// flood of them would hold its thread until the flood ends: on the session's I/O thread
-  /// that stopped reading, timers and heartbeats; on Swift's pool (two threads here) it kept
-  /// the application's other tasks waiting for seconds. So every ``batchSize`` events it
-  /// looks at the clock, and yields (`Task.yield()`) once it has gone ``slice`` without
-  /// waiting. (A yield every 64 events, whatever the time, made a consumer on a busy pool
-  /// wait behind every other task 64 events at a time: a test flooded with 16 000 events
-  /// missed its deadline.)
+  /// flood of them holds its thread until the flood ends. On the session's I/O thread that
+  /// stopped reading, timers and heartbeats: there, every ``batchSize`` events it looks at
+  /// the clock, and yields (`Task.yield()`) once it has gone ``slice`` without waiting.
+  /// Elsewhere (Swift's pool) it does not: yielding there put a flooded consumer behind
+  /// every other task of a busy pool, and in full parallel test runs a relay test's
+  /// recorder fell so far behind that its session stopped reading and lost its connection
+  /// (4 of 4 runs; 0 of 1 without the yield).
   nonisolated(nonsending) func next() async -> HubEvent? {
-    if streak.add(1, ordering: .relaxed).newValue >= Self.batchSize {
+    if let loop, loop.isCurrent, streak.add(1, ordering: .relaxed).newValue >= Self.batchSize {
       streak.store(0, ordering: .relaxed)
       if EventLoop.monotonicNanoseconds() &- sliceStart.load(ordering: .relaxed) >= Self.slice {
         await Task.yield()

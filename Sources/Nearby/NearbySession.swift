@@ -29,7 +29,7 @@ import Synchronization
 public actor NearbySession {
   public nonisolated let configuration: SessionConfiguration
   /// Everything that happens, in order; several consumers may read it.
-  public nonisolated var events: SessionEvents { SessionEvents(hub: hub) }
+  public nonisolated var events: SessionEvents { SessionEvents(hub: hub, loop: loop) }
   /// The session's I/O thread as a task executor: a task that prefers it
   /// (`withTaskExecutorPreference(session.executor) { ... }`) reads events and sends
   /// messages without a thread switch.

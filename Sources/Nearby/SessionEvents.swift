@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbyTransport
 
 /// Everything a ``NearbySession`` reports, in order, as an async sequence that several
 /// consumers can read.
@@ -22,8 +23,10 @@ public struct SessionEvents: AsyncSequence, Sendable {
   public typealias Failure = Never
 
   let hub: EventHub
+  /// The session's I/O thread (see ``EventCursor/next()``).
+  var loop: EventLoop? = nil
 
-  public func makeAsyncIterator() -> Iterator { Iterator(subscription: Subscription(hub: hub)) }
+  public func makeAsyncIterator() -> Iterator { Iterator(subscription: Subscription(hub: hub, loop: loop)) }
 
   /// A subscriber's place in the sequence. It may be handed to another task (created before
   /// a task starts, so that nothing published meanwhile is missed).
@@ -41,7 +44,7 @@ public struct SessionEvents: AsyncSequence, Sendable {
   final class Subscription: Sendable {
     let cursor: EventCursor
 
-    init(hub: EventHub) { cursor = EventCursor(hub: hub) }
+    init(hub: EventHub, loop: EventLoop?) { cursor = EventCursor(hub: hub, loop: loop) }
 
     nonisolated(nonsending) func next() async -> SessionEvent? {
       while let event = await cursor.next() {

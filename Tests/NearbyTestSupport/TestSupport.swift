@@ -26,7 +26,9 @@ public enum LAN {
 /// without losing the others.
 public final class Recorder<Element: Sendable>: Sendable {
   private final class Storage: Sendable {
-    let elements = Mutex<[Element]>([])
+    /// The elements, and how many were ever removed (a waiter that sees the count unchanged
+    /// knows the elements it already looked at are where they were).
+    let elements = Mutex<(list: [Element], removals: Int)>(([], 0))
   }
   private let storage = Storage()
   /// NEARBY_TEST_DEBUG=1 prints every recorded element (read once: the environment is slow to query).
@@ -38,28 +40,37 @@ public final class Recorder<Element: Sendable>: Sendable {
     task = Task {
       for await element in stream {
         if Self.debug { print("[recorder] \(ContinuousClock.now) \(element)") }
-        storage.elements.withLock { $0.append(element) }
+        storage.elements.withLock { $0.list.append(element) }
       }
     }
   }
 
   deinit { task.cancel() }
 
-  public var all: [Element] { storage.elements.withLock { $0 } }
+  public var all: [Element] { storage.elements.withLock { $0.list } }
 
   /// Waits for (and removes) the first element `match` accepts.
   public func next<T: Sendable>(within timeout: Duration = .seconds(10), _ what: String = "event", _ match: @escaping @Sendable (Element) -> T?)
     async throws -> T
   {
     let deadline = ContinuousClock.now + timeout
+    // Each poll looks only at what arrived since the last one, unless something was removed
+    // meanwhile (a flood of 16 000 events scanned whole every 10 ms held the lock the
+    // recorder appends under for milliseconds at a time).
+    var scanned = 0
+    var removalsSeen = -1
     while true {
       let found = storage.elements.withLock { elements -> T? in
-        for (index, element) in elements.enumerated() {
-          if let value = match(element) {
-            elements.remove(at: index)
+        if elements.removals != removalsSeen { scanned = 0 }
+        for index in scanned..<elements.list.count {
+          if let value = match(elements.list[index]) {
+            elements.list.remove(at: index)
+            elements.removals += 1
             return value
           }
         }
+        scanned = elements.list.count
+        removalsSeen = elements.removals
         return nil
       }
       if let found { return found }

@@ -27,7 +27,7 @@ struct EventCursorTests {
   /// lets other work of that thread run now and then (reading, timers, other tasks).
   @Test func aConsumerWorkingThroughAFloodLetsOtherWorkOfItsThreadRun() async throws {
     let session = try NearbySession(configuration: SessionConfiguration(identity: .ephemeral(), name: DisplayName("flooded")))
-    let cursor = EventCursor(hub: session.hub)
+    let cursor = EventCursor(hub: session.hub, loop: session.loop)
     // Enough that working through them takes longer than a slice (1 ms) on any machine.
     Self.publish(session.hub, 0..<20_000)
     final class Counter: Sendable { let value = Atomic<Int>(0) }
