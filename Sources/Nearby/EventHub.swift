@@ -285,10 +285,10 @@ final class EventCursor: Sendable {
   /// flood of them holds its thread until the flood ends. On the session's I/O thread that
   /// stopped reading, timers and heartbeats: there, every ``batchSize`` events it looks at
   /// the clock, and yields (`Task.yield()`) once it has gone ``slice`` without waiting.
-  /// Elsewhere (Swift's pool) it does not: yielding there put a flooded consumer behind
-  /// every other task of a busy pool, and in full parallel test runs a relay test's
-  /// recorder fell so far behind that its session stopped reading and lost its connection
-  /// (4 of 4 runs; 0 of 1 without the yield).
+  /// Elsewhere (Swift's pool) it does not: there a yield puts a flooded consumer behind
+  /// every other task of a busy pool, and whether that is better for an application than
+  /// holding one of the pool's threads was not settled (a relay test that failed in full
+  /// parallel runs with the yield on the pool failed without it too).
   nonisolated(nonsending) func next() async -> HubEvent? {
     if let loop, loop.isCurrent, streak.add(1, ordering: .relaxed).newValue >= Self.batchSize {
       streak.store(0, ordering: .relaxed)
@@ -301,9 +301,12 @@ final class EventCursor: Sendable {
       hub.handOut(item)
       return item.element
     }
-    // Nothing buffered: this usually waits, which lets other work run.
-    streak.store(0, ordering: .relaxed)
-    sliceStart.store(EventLoop.monotonicNanoseconds(), ordering: .relaxed)
+    // Nothing buffered: this usually waits, which lets other work run. (Off the loop the
+    // slice is never looked at, so the clock is not read.)
+    if loop != nil {
+      streak.store(0, ordering: .relaxed)
+      sliceStart.store(EventLoop.monotonicNanoseconds(), ordering: .relaxed)
+    }
     return await hub.next(id)
   }
 
