@@ -120,12 +120,17 @@ extension NearbySession {
   /// The session with `peer` ended or it became unreachable: unless another route remains,
   /// our transfers to it pause (chunks in flight are lost; the next OFFER resumes them).
   func transferPeerLost(_ peer: PeerID) {
+    var concerned = false
     for (id, transfer) in files.outgoing where transfer.peer.id == peer && !transfer.state.isFinished {
+      concerned = true
       files.outgoing[id]!.state.routeLost()
       files.outgoing[id]!.generation += 1
       files.outgoing[id]!.ready = []
       files.outgoing[id]!.readDone = true
     }
+    // Whether another route remains matters only to transfers with this peer. (Asked for
+    // every lost peer, the answer's error text was built for each of a flooder's thousands.)
+    guard concerned || files.cancelOwed.values.contains(peer) else { return }
     if case .success = machine.transferRoute(to: peer) { transferPeerReachable(peer) }
   }
 

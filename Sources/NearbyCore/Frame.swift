@@ -39,6 +39,14 @@ package enum Frame: Hashable, Sendable {
     case .file: .file
     }
   }
+
+  /// What receiving the frame costs, in frames (the transport's `framesPerTurn` limit counts
+  /// these): 1, but a ROSTER counts one per 4 entries. Each entry is checked (its key must own
+  /// its id) and may change a route: about a quarter of what a small message costs.
+  package var receiveWork: Int {
+    if case .roster(let roster) = self { return max(1, roster.entries.count / 4) }
+    return 1
+  }
 }
 
 extension Frame {

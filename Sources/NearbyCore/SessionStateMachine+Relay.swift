@@ -117,13 +117,18 @@ extension SessionStateMachine {
         )
         continue
       }
+      // One lookup per entry, and the record changed in place through its index (each
+      // `peers[other]?.…` hashed the id again: a debug build spent a fifth of a roster there).
+      let known = peers.index(forKey: other)
       if roster.kind == .remove {
-        guard peers[other]?.routes.removeValue(forKey: id) != nil else { continue }
+        guard let known, peers.values[known].routes.removeValue(forKey: id) != nil else { continue }
         routes -= 1
       } else if entry.hops >= 1, entry.hops <= Self.maximumRouteHops {
-        let previous = peers[other]?.routes[id]
+        let previous = known.flatMap { peers.values[$0].routes[id] }
         // Only changes count (and are passed on): a relay repeating itself costs little.
-        if previous == entry.hops, peers[other]?.peer.name == entry.peer.name || peers[other]?.session != nil { continue }
+        if let known, previous == entry.hops, peers.values[known].peer.name == entry.peer.name || peers.values[known].session != nil {
+          continue
+        }
         if previous == nil {
           // Bounded: peers through one relay (a relay bounds what another relay gives it; a
           // peer takes what its relay knows), and peers we know at all.
@@ -133,7 +138,7 @@ extension SessionStateMachine {
             rosterLimitExceeded(id, "its rosters name more than \(isRelay ? limits.perRelay : limits.peers) peers", now: now, into: &actions)
             return
           }
-          guard peers[other] != nil || peers.count < (isRelay ? limits.peers : 2 * limits.peers) else {
+          guard known != nil || peers.count < (isRelay ? limits.peers : 2 * limits.peers) else {
             connections[id]?.rosterRoutes = routes
             routesChanged(changed, from: id, wasDirect: nil, into: &actions)
             rosterLimitExceeded(
@@ -142,10 +147,13 @@ extension SessionStateMachine {
           }
           routes += 1
         }
-        if peers[other] == nil { peers[other] = PeerRecord(peer: entry.peer) }
-        if peers[other]?.publicKey == nil { peers[other]?.publicKey = entry.publicKey }
-        peers[other]?.routes[id] = entry.hops
-        if peers[other]?.session == nil, let known = peers[other]?.peer { peers[other]?.peer = known.renamed(entry.peer.name) }
+        if let known {
+          Self.learn(entry, via: id, into: &peers.values[known])
+        } else {
+          var record = PeerRecord(peer: entry.peer)
+          Self.learn(entry, via: id, into: &record)
+          peers[other] = record
+        }
       } else {
         continue
       }
@@ -153,6 +161,13 @@ extension SessionStateMachine {
     }
     connections[id]?.rosterRoutes = routes
     routesChanged(changed, from: id, wasDirect: nil, into: &actions)
+  }
+
+  /// A roster entry's route, key and (unless we have a session with the peer) name.
+  private static func learn(_ entry: Frame.Roster.Entry, via id: ConnectionID, into record: inout PeerRecord) {
+    if record.publicKey == nil { record.publicKey = entry.publicKey }
+    record.routes[id] = entry.hops
+    if record.session == nil { record.peer = record.peer.renamed(entry.peer.name) }
   }
 
   static func seconds(_ duration: Duration) -> Double {

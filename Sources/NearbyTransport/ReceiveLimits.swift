@@ -5,7 +5,8 @@ package struct ReceiveLimits: Sendable {
   /// The most bytes one connection reads per loop iteration: the rest waits for the next
   /// one, after every other connection had its turn.
   package var bytesPerTurn = 1 << 20
-  /// The most frames one connection hands its owner per loop iteration.
+  /// The most frames one connection hands its owner per loop iteration, counted by their
+  /// work (`Frame.receiveWork`: a large ROSTER counts as many frames).
   package var framesPerTurn = 1024
   /// Shared by the connections of one loop: the memory they may hold in frames that have not
   /// arrived completely. `nil`: no limit.

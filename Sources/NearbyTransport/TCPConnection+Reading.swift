@@ -28,6 +28,7 @@ extension TCPConnection {
       if batch.isEmpty, batch.capacity <= 16 { spareFrames = batch }
     }
     let frameLimit = limits.framesPerTurn
+    turnWork = 0
     if leftoverFrames, isOpen, !readingPaused, !discarding {
       // The previous turn stopped at its frame limit: finish what is buffered first.
       leftoverFrames = false
@@ -174,12 +175,18 @@ extension TCPConnection {
     return decodeFrames(into: &batch, limit: limit)
   }
 
-  /// Decodes complete frames into `batch` until it holds `limit`; ``leftoverFrames`` says
+  /// Decodes complete frames into `batch` until their work this turn reaches `limit`
+  /// (``Frame/receiveWork``: a ROSTER of thousands of entries is a turn's work on its own,
+  /// not one frame; four of them in one turn held a relay's loop for a second in a debug
+  /// build, long enough under load for its peers to miss its pings). ``leftoverFrames`` says
   /// when it stopped there.
   private func decodeFrames(into batch: inout [Frame], limit: Int) -> Bool {
     do {
-      while batch.count < limit, let frame = try decoder.next() { batch.append(frame) }
-      if batch.count >= limit { leftoverFrames = true }
+      while turnWork < limit, let frame = try decoder.next() {
+        turnWork += frame.receiveWork
+        batch.append(frame)
+      }
+      if turnWork >= limit { leftoverFrames = true }
       return true
     } catch {
       deliver(&batch)

@@ -70,6 +70,33 @@ struct ReceiveLimitTests {
     await loop.shutdown()
   }
 
+  /// A ROSTER of thousands of entries costs the loop what hundreds of small frames do: it
+  /// counts so against the turn's share (four of them in one turn held a relay's loop for a
+  /// second in a debug build, and under load its peers missed its pings).
+  @Test func largeRostersCountByTheirEntriesAgainstATurnsShare() async throws {
+    let server = EventCollector()
+    let client = EventCollector()
+    let (loop, listener, outbound, inbound) = try await Self.pair(limits: ReceiveLimits(framesPerTurn: 100), server: server, client: client)
+    // One write: three rosters of 400 entries (100 frames' work each), then 10 pings.
+    let entries = SecureTestPeer.madeUpRosterEntries(400)
+    var bytes: [UInt8] = []
+    for _ in 0..<3 { FrameEncoder.encode(.roster(Frame.Roster(kind: .add, entries: entries)), into: &bytes) }
+    for index in 0..<10 { FrameEncoder.encode(.ping(nonce: UInt64(index)), into: &bytes) }
+    #expect(outbound.send(encoded: bytes) == .queued)
+    var batches: [[Frame]] = []
+    while batches.joined().count < 13 {
+      batches.append(try await server.next { if case .frames(_, let frames) = $0 { frames } else { nil } })
+    }
+    let rostersPerBatch = batches.map { $0.filter { if case .roster = $0 { true } else { false } }.count }
+    #expect(rostersPerBatch.filter { $0 > 0 } == [1, 1, 1], "rosters per turn: \(rostersPerBatch)")
+    #expect(batches.joined().compactMap { if case .ping(let nonce) = $0 { nonce } else { nil } } == Array(UInt64(0)..<10), "the pings, in order")
+    #expect(Array(batches.joined().prefix(3)).allSatisfy { if case .roster(let r) = $0 { r.entries == entries } else { false } })
+    outbound.close(.now)
+    inbound.close(.now)
+    listener.close()
+    await loop.shutdown()
+  }
+
   @Test func aRefusedConnectionGetsBusyAndIsNeverHandedToTheOwner() async throws {
     let loop = try EventLoop()
     let server = EventCollector()
