@@ -139,10 +139,12 @@ extension SessionStateMachine {
     }
   }
 
-  /// A receipt or report for an origin behind the federation. One for an offline origin is
-  /// dropped: its session ended, and with it the wait for answers.
+  /// A receipt or report for an origin behind the federation, also when we think it is
+  /// offline: that view lags (its site may only have missed a presence refresh while its
+  /// relay moved to another NATS server, its session still waiting for the answer), and the
+  /// store keeps the report for the origin's subject like a queued message. (Dropped, the
+  /// sender waited for DELIVERED for ever though the message had arrived.)
   mutating func federateReport(_ frame: Frame, origin: PeerID, into actions: inout [SessionAction]) {
-    guard federation.remote[origin]?.isOnline == true else { return }
     actions.append(.federate(.report(frame, origin: origin)))
   }
 

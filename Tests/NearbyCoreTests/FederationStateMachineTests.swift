@@ -206,6 +206,25 @@ struct FederationStateMachineTests {
     #expect(messages(fed.net.take(c)).isEmpty)
   }
 
+  /// A relay's view of a sender can lag (the sender's site missed refreshing its presence
+  /// while its relay moved to another NATS server): the receipt still goes back. It used to
+  /// be dropped, and the sender waited for DELIVERED for ever though the message arrived.
+  @Test func aReceiptGoesBackToASenderThatTheRecipientsRelayThinksOffline() {
+    var fed = federation()
+    _ = fed.net.take(a)
+    _ = fed.net.take(c)
+    fed.net.act(Self.r3.id) { m, x, _ in
+      m.federationPeerUpdated(Fixture.alice, publicKey: SimulatedNetwork.key(of: a), site: PeerSite(name: "site1", isOnline: false), into: &x)
+    }
+    fed.run()
+    #expect(fed.net.nodes[c]!.site(of: a)?.isOnline == false)
+    _ = fed.net.take(c)
+    let id = send(&fed, from: a, "while r3 thinks alice is gone", to: .peers([c]))
+    fed.run()
+    #expect(messages(fed.net.take(c)).map(\.body) == [Array("while r3 thinks alice is gone".utf8)])
+    #expect(fed.net.take(a) == [.delivered(messageID: id, to: Fixture.carol)])
+  }
+
   @Test func aSiteThatGoesAwayTakesItsPeersOffline() {
     var fed = federation()
     _ = fed.net.take(a)
