@@ -121,10 +121,13 @@ struct SessionTests {
     try await bob.stop()
   }
 
-  @Test func killedPeerIsReportedDisconnectedWithinFiveSeconds() async throws {
+  @Test func aPeerThatFallsSilentIsReportedDisconnectedByTheHeartbeat() async throws {
     // Heartbeats: bob stops answering (its event loop is frozen by closing nothing but
     // dropping the connection silently is what a pulled cable does). Simulate with a raw
-    // peer that completes the handshake and then goes silent.
+    // peer that completes the handshake and then goes silent. How long it takes is pinned
+    // down by `ConnectionStateMachineTests.deadPeerAfterFourSecondsOfSilence`; here the
+    // wall clock only bounds it loosely (a bound of 3 s failed whenever the whole suite ran
+    // in parallel: the test's own consumer on the thread pool was starved, not the loop).
     var fast = ConnectionTimeouts()
     fast.pingInterval = .milliseconds(200)
     fast.deadPeer = .milliseconds(800)
@@ -132,12 +135,12 @@ struct SessionTests {
     let silent = try await SilentPeer.connect(to: alice.port)
     _ = try await alice.expect("connected") { if case .connected(let p, _) = $0 { p } else { nil } }
     let started = ContinuousClock.now
-    let reason = try await alice.expect("disconnected", within: .seconds(5)) { if case .disconnected(_, let r) = $0 { r } else { nil } }
+    let reason = try await alice.expect("disconnected", within: .seconds(30)) { if case .disconnected(_, let r) = $0 { r } else { nil } }
     guard case .timedOut = reason else {
       Issue.record("unexpected reason \(reason)")
       return
     }
-    #expect(ContinuousClock.now - started < .seconds(3))
+    #expect(ContinuousClock.now - started < .seconds(20))
     _ = silent
     try await alice.stop()
   }
