@@ -87,6 +87,27 @@ public struct WaitError: Error, CustomStringConvertible {
   public init(description: String) { self.description = description }
 }
 
+/// Runs `body`; if it takes longer than `limit`, cancels it and throws ``WaitError`` naming
+/// `what` (with `diagnose()`'s words), so that a wait that never ends fails the test instead of
+/// holding the whole run. `body` must end when cancelled.
+public func within<T: Sendable>(
+  _ limit: Duration, _ what: String, diagnose: @escaping @Sendable () async -> String = { "" },
+  _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+  try await withThrowingTaskGroup(of: T?.self) { group in
+    group.addTask { try await body() }
+    group.addTask {
+      try await Task.sleep(for: limit)
+      return nil
+    }
+    defer { group.cancelAll() }
+    guard let first = try await group.next(), let value = first else {
+      throw WaitError(description: "\(what) did not end within \(limit) \(await diagnose())")
+    }
+    return value
+  }
+}
+
 /// Runs a command to completion and returns its exit status and combined output.
 /// The child runs with signals unblocked (``ChildProcess``) and is killed on timeout. Output
 /// is read while it runs; once it has exited, whatever its own children (daemons that keep

@@ -103,13 +103,28 @@ struct ReconnectSessionTests {
       try await Task.sleep(for: .milliseconds(120))
       pair.link.cutAll()
     }
-    try await sending.value
+    // Bounded waits: this test once hung for 19 minutes (both loops idle, the cause not
+    // found); now such a run fails with what each side still waited for.
+    let diagnose: @Sendable () async -> String = {
+      let untaken = [await pair.alice.session.untakenFigures, await pair.bob.session.untakenFigures]
+      return
+        "(untaken bytes and paused connections at alice, bob: \(untaken); last events: \(pair.alice.events.all.suffix(6)), \(pair.bob.events.all.suffix(6)))"
+    }
+    try await within(.seconds(60), "sending", diagnose: diagnose) {
+      try await withTaskCancellationHandler {
+        try await sending.value
+      } onCancel: {
+        sending.cancel()
+      }
+    }
     async let atBob = Self.texts(pair.bob, count: count, within: .seconds(20))
     async let atAlice = Self.texts(pair.alice, count: count, within: .seconds(20))
     #expect(try await atBob == (1...count).map { "a\($0)" })
     #expect(try await atAlice == (1...count).map { "b\($0)" })
-    await pair.alice.session.waitForDeliveries()
-    await pair.bob.session.waitForDeliveries()
+    try await within(.seconds(60), "waiting for deliveries", diagnose: diagnose) {
+      await pair.alice.session.waitForDeliveries()
+      await pair.bob.session.waitForDeliveries()
+    }
     let failures = (pair.alice.events.all + pair.bob.events.all).filter { if case .error(.undelivered) = $0 { true } else { false } }
     #expect(failures.isEmpty, "\(failures)")
     let reconnections = pair.alice.events.all.filter { if case .reconnected = $0 { true } else { false } }.count
