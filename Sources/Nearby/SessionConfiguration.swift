@@ -65,7 +65,8 @@ public struct SessionConfiguration: Sendable {
   /// (per loop iteration): one busy peer cannot delay another's heartbeat.
   public var receiveBytesPerTurn = 1 << 20
   /// The most frames one connection hands the session per loop iteration (see
-  /// ``receiveBytesPerTurn``).
+  /// ``receiveBytesPerTurn``). A ROSTER counts one frame per 4 of its entries: each entry
+  /// costs a check of its key, so a relay takes one large roster per iteration.
   public var receiveFramesPerTurn = 1024
   /// Invitations waiting for an answer beyond which new ones are declined `busy`.
   public var maximumPendingInvitations = 32
