@@ -17,6 +17,9 @@ struct FederationState: Sendable {
   /// Relayed messages the application took: a copy that comes again (a relay that restarted
   /// delivers what it had not seen acknowledged) gets its receipt again.
   var receipted = SeenMessages(capacity: 65_536)
+  /// Stored messages this relay handed to its peers (by origin and id): a receipt for one of
+  /// them may go to an origin that presence calls offline (see `federateReport`).
+  var handedOn = SeenMessages(capacity: 65_536)
 
   /// The hops of a federation route: the relay where the peer is connected, then the peer;
   /// an offline peer's route is long, so that any live route is preferred to it.

@@ -90,6 +90,7 @@ extension SessionStateMachine {
       forwarded.hopLimit = message.hopLimit > 0 ? message.hopLimit - 1 : 0
       relayStatistics.forwardedMessages += 1
       relayStatistics.forwardedBytes += UInt64(message.body.count)
+      _ = federation.handedOn.insert(sender: message.sender, id: message.id)
       actions.append(.sendMessage(forwarded, [session]))
       return .handedOn
     case .delivered(let receipt) where receipt.origin == recipient:
@@ -121,7 +122,7 @@ extension SessionStateMachine {
     guard let target = route(to: origin) else { return }
     let frame = Frame.undeliverable(Frame.Undeliverable(origin: origin, messageID: messageID, recipient: recipient, reason: reason))
     if target == .federation {
-      federateReport(frame, origin: origin, into: &actions)
+      federateReport(frame, origin: origin, vouched: true, into: &actions)
     } else if reason != .queued || connections[target]?.toRelay == true || remoteSupportsFederation(target) {
       actions.append(.send(target, frame))
     }
@@ -139,13 +140,27 @@ extension SessionStateMachine {
     }
   }
 
-  /// A receipt or report for an origin behind the federation, also when we think it is
-  /// offline: that view lags (its site may only have missed a presence refresh while its
-  /// relay moved to another NATS server, its session still waiting for the answer), and the
-  /// store keeps the report for the origin's subject like a queued message. (Dropped, the
-  /// sender waited for DELIVERED for ever though the message had arrived.)
-  mutating func federateReport(_ frame: Frame, origin: PeerID, into actions: inout [SessionAction]) {
+  /// A receipt or report for an origin behind the federation. For an origin that presence
+  /// calls offline, only one this relay can vouch for: its own reports, and receipts for
+  /// stored messages it handed on itself (`FederationState.handedOn`). That view of the
+  /// origin lags (its site may only have missed a presence refresh while its relay moved to
+  /// another NATS server, its session still waiting for the answer): dropped, the sender
+  /// waited for DELIVERED for ever though the message had arrived. The store keeps such a
+  /// report for the origin's subject like a queued message, so a peer's made-up reports
+  /// for offline origins are not published: they would fill the store that queued messages
+  /// need.
+  mutating func federateReport(_ frame: Frame, origin: PeerID, vouched: Bool, into actions: inout [SessionAction]) {
+    guard vouched || federation.remote[origin]?.isOnline == true else { return }
     actions.append(.federate(.report(frame, origin: origin)))
+  }
+
+  /// Whether a receipt a peer sent (on connection `id`) is for stored messages this relay
+  /// handed to that peer.
+  func isVouchedReceipt(_ frame: Frame, from id: ConnectionID) -> Bool {
+    guard case .delivered(let receipt) = frame, receipt.recipient == connection(id, { $0.peerID }) ?? nil, !receipt.ids.isEmpty else {
+      return false
+    }
+    return receipt.ids.allSatisfy { federation.handedOn.contains(sender: receipt.origin, id: $0) }
   }
 
   /// A receipt from a peer connected here: what of it came from the federation is done.

@@ -291,7 +291,7 @@ extension SessionStateMachine {
   mutating func routeTowardOrigin(_ origin: PeerID, _ frame: Frame, from incoming: ConnectionID, into actions: inout [SessionAction]) {
     guard isRelay, let target = route(to: origin), target != incoming else { return }
     if target == .federation {
-      federateReport(frame, origin: origin, into: &actions)
+      federateReport(frame, origin: origin, vouched: isVouchedReceipt(frame, from: incoming), into: &actions)
       return
     }
     actions.append(.send(target, frame))
@@ -304,7 +304,7 @@ extension SessionStateMachine {
     let report = Frame.Undeliverable(origin: message.sender, messageID: message.id, recipient: recipient, reason: .queueFull)
     guard let target = route(to: message.sender) else { return }
     if target == .federation {
-      federateReport(.undeliverable(report), origin: message.sender, into: &actions)
+      federateReport(.undeliverable(report), origin: message.sender, vouched: true, into: &actions)
     } else {
       actions.append(.send(target, .undeliverable(report)))
     }

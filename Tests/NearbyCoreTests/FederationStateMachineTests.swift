@@ -209,7 +209,7 @@ struct FederationStateMachineTests {
   /// A relay's view of a sender can lag (the sender's site missed refreshing its presence
   /// while its relay moved to another NATS server): the receipt still goes back. It used to
   /// be dropped, and the sender waited for DELIVERED for ever though the message arrived.
-  @Test func aReceiptGoesBackToASenderThatTheRecipientsRelayThinksOffline() {
+  @Test func aReceiptGoesBackToASenderThatTheRecipientsRelayThinksOffline() throws {
     var fed = federation()
     _ = fed.net.take(a)
     _ = fed.net.take(c)
@@ -223,6 +223,24 @@ struct FederationStateMachineTests {
     fed.run()
     #expect(messages(fed.net.take(c)).map(\.body) == [Array("while r3 thinks alice is gone".utf8)])
     #expect(fed.net.take(a) == [.delivered(messageID: id, to: Fixture.carol)])
+
+    // A hostile carol makes up receipts for that origin, for messages r3 never handed her:
+    // not published (the store would keep them, and fill up).
+    let published = fed.published.count
+    let carolToR3 = try #require(fed.net.nodes[c]!.connectionIDs.first)
+    let madeUp = (1...50).map { UInt64(1_000_000 + $0) }
+    fed.net.perform(
+      madeUp.map { .send(carolToR3, .delivered(Frame.Delivered(origin: a, recipient: c, ids: [$0], signature: [UInt8](repeating: 1, count: 64)))) },
+      at: c)
+    // Nor one that mixes a real id with made-up ones.
+    fed.net.perform(
+      [
+        .send(
+          carolToR3, .delivered(Frame.Delivered(origin: a, recipient: c, ids: [id.rawValue] + madeUp, signature: [UInt8](repeating: 1, count: 64))))
+      ],
+      at: c)
+    fed.run()
+    #expect(fed.published.count == published, "published: \(fed.published.suffix(fed.published.count - published).map(\.frame))")
   }
 
   @Test func aSiteThatGoesAwayTakesItsPeersOffline() {
