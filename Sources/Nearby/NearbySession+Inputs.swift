@@ -127,6 +127,7 @@ extension NearbySession {
         let current = session.now
         session.machine.tick(now: current, into: &actions)
         session.perform(actions)
+        for connection in session.connections.values { connection.trimIfIdle() }
         let next = session.inspect({ $0.nextDeadline }).map { min(max($0 - current, .milliseconds(5)), .milliseconds(250)) }
         session.scheduleTick(after: next ?? .milliseconds(250))
       }
@@ -182,10 +183,10 @@ extension NearbySession {
       }
       pendingAcknowledgementBytes += bytes
       guards.untakenBytes -= bytes
-      guard var count = untaken[connection] else { continue }
-      count.messages -= messages
-      count.bytes -= bytes
-      untaken[connection] = count
+      guard let slot = untaken.index(forKey: connection) else { continue }
+      untaken.values[slot].messages -= messages
+      untaken.values[slot].bytes -= bytes
+      let count = untaken.values[slot]
       if let socket = connections[connection], socket.isReadingPaused, untakenAllowsReading(connection, count) {
         machine.readingPaused(connection, false, now: now)
         socket.resumeReading()
@@ -326,10 +327,16 @@ extension NearbySession {
   /// A message is with the application: the connection stops being read while too much of
   /// what it sent is not taken yet.
   private func countUntaken(_ id: ConnectionID, messages: Int, bytes: Int) {
-    var count = untaken[id] ?? (0, 0)
-    count.messages += messages
-    count.bytes += bytes
-    untaken[id] = count
+    // In place: a get and a set hashed the id twice per message.
+    var slot = untaken.index(forKey: id)
+    if slot == nil {
+      untaken[id] = (0, 0)
+      slot = untaken.index(forKey: id)
+    }
+    let index = slot!
+    untaken.values[index].messages += messages
+    untaken.values[index].bytes += bytes
+    let count = untaken.values[index]
     guards.untakenBytes += bytes
     if untakenStopsReading(id, count), let socket = connections[id], !socket.isReadingPaused {
       socket.pauseReading()

@@ -70,16 +70,13 @@ extension TCPConnection {
         }
         if discarding { continue }
         guard openRecords(into: &batch, limit: frameLimit) else { return }
+        // The read buffers go once the connection has been idle for a while
+        // (``trimIfIdle()``), not after each short read (a request and its answer then
+        // allocated and freed two 16 KiB buffers at each end).
+        readSinceTrim = true
         // A short read emptied the socket: the fd is level-triggered, so epoll reports what
         // arrives next, and a second `read` that would only say EAGAIN is saved.
-        if count < requested {
-          // Light traffic: read buffers are not worth keeping (an idle session stays small).
-          if count < 4096 {
-            decoder.shrinkIfEmpty()
-            channel.opener?.shrinkIfEmpty()
-          }
-          break reading
-        }
+        if count < requested { break reading }
       case .success(.wouldBlock):
         break reading
       case .failure(let error):
@@ -93,6 +90,22 @@ extension TCPConnection {
     if leftoverFrames { scheduleNextTurn() }
     deliver(&batch)
   }
+
+  /// Frees the read buffers (what is buffered stays) if nothing was read since the last
+  /// call: the session calls it on its ticks (at most a quarter second apart), so an idle
+  /// connection holds no read buffer after half a second, whatever its last read was.
+  package func trimIfIdle() {
+    guard !readSinceTrim else {
+      readSinceTrim = false
+      return
+    }
+    decoder.shrinkIfEmpty()
+    channel.opener?.shrinkIfEmpty()
+  }
+
+  /// The bytes of the record layer's read buffer, on the loop. (The frame decoder keeps a
+  /// buffer of up to 64 KiB in any case.)
+  package var recordBufferBytes: Int { channel.opener?.allocatedByteCount ?? 0 }
 
   /// One `read(2)` into `space`.
   private static func readOnce(_ fd: Int32, into space: UnsafeMutableRawBufferPointer) -> Result<IOResult<Int>, SystemError> {

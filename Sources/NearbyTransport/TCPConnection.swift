@@ -104,6 +104,8 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   @exclusivity(unchecked) var lastReadSize = 0
   /// The last turn stopped at its frame limit with frames still in the decoder.
   @exclusivity(unchecked) var leftoverFrames = false
+  /// Something was read since the last ``trimIfIdle()``.
+  @exclusivity(unchecked) var readSinceTrim = false
   /// The work of the frames decoded in the current read turn (``Frame/receiveWork``).
   @exclusivity(unchecked) var turnWork = 0
   /// The frame array of the last read turn, emptied, for the next (see `readTurn`).

@@ -97,6 +97,45 @@ struct ReceiveLimitTests {
     await loop.shutdown()
   }
 
+  /// A connection keeps its read buffers between messages (allocating and freeing them for
+  /// each was a tenth of a small message's cost), and frees them once it was idle from one
+  /// `trimIfIdle()` to the next (the session's ticks): an idle session stays small.
+  @Test func readBuffersStayWhileMessagesComeAndGoWhenIdle() async throws {
+    let server = EventCollector()
+    let client = EventCollector()
+    let (loop, listener, outbound, inbound) = try await Self.pair(limits: ReceiveLimits(), server: server, client: client)
+    func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+      await withCheckedContinuation { continuation in loop.execute { continuation.resume(returning: body()) } }
+    }
+    #expect(outbound.send(.ping(nonce: 1)) == .queued)
+    _ = try await server.next { if case .frames(_, let frames) = $0, frames.contains(.ping(nonce: 1)) { true } else { nil } }
+    #expect(await onLoop { inbound.recordBufferBytes } > 0, "kept after a short read")
+    #expect(
+      await onLoop {
+        inbound.trimIfIdle()
+        return inbound.recordBufferBytes
+      } > 0, "read since the last trim: kept")
+    #expect(outbound.send(.ping(nonce: 2)) == .queued)
+    _ = try await server.next { if case .frames(_, let frames) = $0, frames.contains(.ping(nonce: 2)) { true } else { nil } }
+    #expect(
+      await onLoop {
+        inbound.trimIfIdle()
+        return inbound.recordBufferBytes
+      } > 0, "read again since: kept")
+    #expect(
+      await onLoop {
+        inbound.trimIfIdle()
+        return inbound.recordBufferBytes
+      } == 0, "idle since the last trim: freed")
+    // And it reads on as before.
+    #expect(outbound.send(.ping(nonce: 3)) == .queued)
+    _ = try await server.next { if case .frames(_, let frames) = $0, frames.contains(.ping(nonce: 3)) { true } else { nil } }
+    outbound.close(.now)
+    inbound.close(.now)
+    listener.close()
+    await loop.shutdown()
+  }
+
   @Test func aRefusedConnectionGetsBusyAndIsNeverHandedToTheOwner() async throws {
     let loop = try EventLoop()
     let server = EventCollector()
