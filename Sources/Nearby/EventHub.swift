@@ -76,38 +76,55 @@ final class EventHub: Sendable {
   // MARK: Producing
 
   /// Publishes events in order. Each claim belongs to the event at the same index (`nil`: none).
-  func publish(_ elements: some Sequence<(Element, Claim?)>) {
+  func publish(_ elements: [(Element, Claim?)]) {
+    elements.withUnsafeBufferPointer { publish($0) }
+  }
+
+  func publish(_ element: Element, claim: Claim? = nil) {
+    var one = (element, claim)
+    withUnsafePointer(to: &one) { publish(UnsafeBufferPointer(start: $0, count: 1)) }
+  }
+
+  /// Through a buffer pointer: `elements[index].1` then reads the claim alone (through the
+  /// array's subscript it copied the whole pair, a retain and a release of each field of
+  /// the event, three times per message).
+  private func publish(_ elements: UnsafeBufferPointer<(Element, Claim?)>) {
     // Usually one subscriber waits for one event: that resume needs no array (an array
-    // here was a heap allocation per message).
-    var resume: (UnsafeContinuation<Element?, Never>, Element)?
-    var resumes: [(UnsafeContinuation<Element?, Never>, Element)] = []
+    // here was a heap allocation per message). Waiters are noted with the index of their
+    // event, which is copied once, into the resume (copying it into the note and out again
+    // cost three copies of each event, a retain and a release of each of its fields).
+    var resume: UnsafeContinuation<Element?, Never>?
+    var resumeIndex = 0
+    var resumes: [(UnsafeContinuation<Element?, Never>, Int)] = []
     var notify = false
     state.withLock { state in
       guard !state.finished else { return }
-      for (element, claim) in elements {
+      for index in elements.indices {
+        let claim = elements[index].1
         if state.subscribers.isEmpty {
-          state.unclaimed?.append(Item(element, claim: claim))
+          state.unclaimed?.append(Item(elements[index].0, claim: claim))
           continue
         }
         let shared = state.subscribers.count > 1 ? claim.map { ClaimCount($0, remaining: state.subscribers.count) } : nil
-        for index in 0..<state.subscribers.count {
-          if let waiter = state.subscribers[index].waiter {
-            state.subscribers[index].waiter = nil
-            if resume == nil { resume = (waiter, element) } else { resumes.append((waiter, element)) }
+        for subscriber in 0..<state.subscribers.count {
+          if let waiter = state.subscribers[subscriber].waiter {
+            state.subscribers[subscriber].waiter = nil
+            if resume == nil {
+              resume = waiter
+              resumeIndex = index
+            } else {
+              resumes.append((waiter, index))
+            }
             notify = take(claim, shared: shared) || notify
           } else {
-            state.subscribers[index].buffer.append(Item(element, claim: claim, shared: shared))
+            state.subscribers[subscriber].buffer.append(Item(elements[index].0, claim: claim, shared: shared))
           }
         }
       }
     }
-    if let (waiter, element) = resume { waiter.resume(returning: element) }
-    for (waiter, element) in resumes { waiter.resume(returning: element) }
+    if let resume { resume.resume(returning: elements[resumeIndex].0) }
+    for (waiter, index) in resumes { waiter.resume(returning: elements[index].0) }
     if notify { onClaimsSettled() }
-  }
-
-  func publish(_ element: Element, claim: Claim? = nil) {
-    publish(CollectionOfOne((element, claim)))
   }
 
   /// Ends the sequence: subscribers get what is buffered, then `nil`.
@@ -158,10 +175,10 @@ final class EventHub: Sendable {
   }
 
   /// The subscriber's next event, waiting for one; `nil` once the hub finished and the
-  /// buffer is empty.
+  /// buffer is empty. (Its cursor has just found the buffer empty: what came since is taken
+  /// under the same lock that registers the waiter, without a lock of its own first.)
   nonisolated(nonsending) func next(_ subscriber: UInt64) async -> Element? {
-    if let ready = takeBuffered(subscriber) { return ready.element }
-    return await withUnsafeContinuation { continuation in
+    await withUnsafeContinuation { continuation in
       var notify = false
       let outcome: Element?? = state.withLock { state in
         guard let index = state.subscribers.firstIndex(where: { $0.id == subscriber }) else { return .some(nil) }
@@ -176,19 +193,6 @@ final class EventHub: Sendable {
       if notify { onClaimsSettled() }
       if case .some(let element) = outcome { continuation.resume(returning: element) }
     }
-  }
-
-  /// Takes the oldest buffered event, settling its claim. - Returns: nil when none is buffered.
-  private func takeBuffered(_ subscriber: UInt64) -> Item? {
-    var notify = false
-    let item = state.withLock { state -> Item? in
-      guard let index = state.subscribers.firstIndex(where: { $0.id == subscriber }), let item = state.subscribers[index].buffer.popFirst()
-      else { return nil }
-      notify = take(item)
-      return item
-    }
-    if notify { onClaimsSettled() }
-    return item
   }
 
   /// Up to `limit` of the subscriber's buffered events at once (one lock for all), oldest
@@ -272,10 +276,10 @@ final class EventCursor: Sendable {
     self.id = hub.subscribe()
   }
 
-  /// Events handed out since the clock was last looked at, and when this cursor last let
-  /// other work run (it waited for an event, or yielded). See ``next()``.
+  /// Events handed out since the clock was last looked at, and when the current slice
+  /// began: at the first full batch after a wait, or at a yield (0: not yet). See ``next()``.
   private let streak = Atomic<Int>(0)
-  private let sliceStart = Atomic<UInt64>(EventLoop.monotonicNanoseconds())
+  private let sliceStart = Atomic<UInt64>(0)
   /// How long a consumer may work through buffered events before it yields: 1 ms.
   static let slice: UInt64 = 1_000_000
 
@@ -292,7 +296,13 @@ final class EventCursor: Sendable {
   nonisolated(nonsending) func next() async -> HubEvent? {
     if let loop, loop.isCurrent, streak.add(1, ordering: .relaxed).newValue >= Self.batchSize {
       streak.store(0, ordering: .relaxed)
-      if EventLoop.monotonicNanoseconds() &- sliceStart.load(ordering: .relaxed) >= Self.slice {
+      let started = sliceStart.load(ordering: .relaxed)
+      let now = EventLoop.monotonicNanoseconds()
+      if started == 0 {
+        // The first batch after a wait: the slice starts now (a wait does not read the
+        // clock, which cost a system-library call per event of a ping-pong).
+        sliceStart.store(now, ordering: .relaxed)
+      } else if now &- started >= Self.slice {
         await Task.yield()
         sliceStart.store(EventLoop.monotonicNanoseconds(), ordering: .relaxed)
       }
@@ -301,11 +311,11 @@ final class EventCursor: Sendable {
       hub.handOut(item)
       return item.element
     }
-    // Nothing buffered: this usually waits, which lets other work run. (Off the loop the
-    // slice is never looked at, so the clock is not read.)
+    // Nothing buffered: this usually waits, which lets other work run; the next slice
+    // starts with the next full batch.
     if loop != nil {
       streak.store(0, ordering: .relaxed)
-      sliceStart.store(EventLoop.monotonicNanoseconds(), ordering: .relaxed)
+      sliceStart.store(0, ordering: .relaxed)
     }
     return await hub.next(id)
   }
