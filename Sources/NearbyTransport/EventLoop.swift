@@ -92,6 +92,9 @@ package final class EventLoop: @unchecked Sendable {
   private static let pollingLoops = Atomic<Int>(0)
   private static let maximumPollingLoops = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)
   @exclusivity(unchecked) private var nextTimerID: UInt64 = 1
+  /// Counts the loop's iterations (a clock that costs nothing to read: a connection tells
+  /// from it whether its reads come back to back).
+  @exclusivity(unchecked) package private(set) var iteration: UInt64 = 0
   /// The deadline the timer descriptor is armed for (0: disarmed).
   @exclusivity(unchecked) private var armedDeadline: UInt64 = 0
 
@@ -313,6 +316,7 @@ package final class EventLoop: @unchecked Sendable {
       if count < 0 && errno != EINTR {
         preconditionFailure("epoll_wait failed: \(SystemError("epoll_wait", errno: errno))")
       }
+      iteration &+= 1
       var timerFired = false
       for index in 0..<max(0, Int(count)) {
         let fd = Int32(bitPattern: UInt32(truncatingIfNeeded: events[index].data))

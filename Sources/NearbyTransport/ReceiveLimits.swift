@@ -12,10 +12,16 @@ package struct ReceiveLimits: Sendable {
   /// arrived completely. `nil`: no limit.
   package var budget: ReceiveBudget?
 
-  package init(bytesPerTurn: Int = 1 << 20, framesPerTurn: Int = 1024, budget: ReceiveBudget? = nil) {
+  /// Reads at most this many loop iterations apart count as back to back: a run of them
+  /// keeps the read buffers until the connection is idle (see `TCPConnection.trimIfIdle()`);
+  /// other reads that empty the socket free them at once.
+  package var backToBackIterations: UInt64 = 16
+
+  package init(bytesPerTurn: Int = 1 << 20, framesPerTurn: Int = 1024, budget: ReceiveBudget? = nil, backToBackIterations: UInt64 = 16) {
     self.bytesPerTurn = max(1, bytesPerTurn)
     self.framesPerTurn = max(1, framesPerTurn)
     self.budget = budget
+    self.backToBackIterations = backToBackIterations
   }
 }
 

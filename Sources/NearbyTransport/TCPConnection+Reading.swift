@@ -70,13 +70,29 @@ extension TCPConnection {
         }
         if discarding { continue }
         guard openRecords(into: &batch, limit: frameLimit) else { return }
-        // The read buffers go once the connection has been idle for a while
-        // (``trimIfIdle()``), not after each short read (a request and its answer then
-        // allocated and freed two 16 KiB buffers at each end).
+        // A run of reads that come back to back (a few loop iterations apart: an exchange
+        // of requests and answers) keeps the read buffers, which go once the connection has
+        // been idle from one session tick to the next (``trimIfIdle()``); freeing them after
+        // each short read allocated and freed 16 KiB per small message. Other reads that
+        // empty the socket free them at once, as before: a heartbeat among hundreds of idle
+        // peers, or the few frames that open a session (kept until the next tick, those of
+        // 200 peers connecting at once nearly doubled the memory of each idle session).
+        if loop.iteration &- lastReadIteration <= limits.backToBackIterations {
+          backToBackReads &+= 1
+        } else {
+          backToBackReads = 0
+        }
+        lastReadIteration = loop.iteration
         readSinceTrim = true
         // A short read emptied the socket: the fd is level-triggered, so epoll reports what
         // arrives next, and a second `read` that would only say EAGAIN is saved.
-        if count < requested { break reading }
+        if count < requested {
+          if backToBackReads < Self.keepingRun, count < 4096 {
+            decoder.shrinkIfEmpty()
+            channel.opener?.shrinkIfEmpty()
+          }
+          break reading
+        }
       case .success(.wouldBlock):
         break reading
       case .failure(let error):
@@ -90,6 +106,9 @@ extension TCPConnection {
     if leftoverFrames { scheduleNextTurn() }
     deliver(&batch)
   }
+
+  /// Back-to-back reads after which the read buffers are kept (see `readTurn`).
+  static let keepingRun = 16
 
   /// Frees the read buffers (what is buffered stays) if nothing was read since the last
   /// call: the session calls it on its ticks (at most a quarter second apart), so an idle

@@ -106,6 +106,10 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   @exclusivity(unchecked) var leftoverFrames = false
   /// Something was read since the last ``trimIfIdle()``.
   @exclusivity(unchecked) var readSinceTrim = false
+  /// The loop's ``EventLoop/iteration`` of the last read, and how many reads in a row came
+  /// back to back (``ReceiveLimits/backToBackIterations``).
+  @exclusivity(unchecked) var lastReadIteration: UInt64 = 0
+  @exclusivity(unchecked) var backToBackReads = 0
   /// The work of the frames decoded in the current read turn (``Frame/receiveWork``).
   @exclusivity(unchecked) var turnWork = 0
   /// The frame array of the last read turn, emptied, for the next (see `readTurn`).
