@@ -100,8 +100,11 @@ struct ChatTUIEndToEndTests {
     try await tmux.type(long)
     try await tmux.waitForScreen("the long line") { $0.trimmedBottom.suffix(2).joined() == "[all] " + long }
     try await tmux.resize(columns: 60, rows: 20)
+    // Waits for the chat's redraw: tmux re-wraps the old rows at once (60, 40 and 28
+    // columns), and under load the screen was caught in that state before the chat redrew.
     let resized = try await tmux.waitForScreen("the redraw at 60 columns") { rows in
       rows.count == 20 && rows.trimmedBottom.suffix(3).joined() == "[all] " + long
+        && rows.trimmedBottom.suffix(3).map(\.count) == [60, 60, 8]
         && rows.contains { $0.hasSuffix("✓ alice: héllo 日本 bob, the end") }
     }
     #expect(resized.allSatisfy { $0.count <= 60 }, "\(resized)")
