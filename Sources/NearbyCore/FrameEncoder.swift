@@ -109,17 +109,15 @@ package enum FrameEncoder {
     appendMessageFields(message, into: &buffer)
   }
 
-  /// The fields after the type byte. The fixed part is made room for at once and stored
-  /// into (appending them one by one cost about a hundred instructions each, eight or more
-  /// per message, on the hot path of sending).
+  /// The fields after the type byte. The fixed part is stored into a temporary buffer and
+  /// appended at once (appending the fields one by one cost about a hundred instructions
+  /// each, eight or more per message, on the hot path of sending).
   private static func appendMessageFields(_ message: Frame.Message, into buffer: inout [UInt8]) {
     precondition(message.recipients.count <= Int(UInt16.max), "too many recipients")
     precondition(message.body.count <= Int(UInt32.max), "body too long")
-    let start = buffer.count
     let fixed = 8 + 16 + 8 + 1 + 2 + 16 * message.recipients.count + 4
-    buffer.append(contentsOf: repeatElement(0, count: fixed))
-    buffer.withUnsafeMutableBytes { raw in
-      var offset = start
+    withUnsafeTemporaryAllocation(byteCount: fixed, alignment: 8) { raw in
+      var offset = 0
       func store<T: FixedWidthInteger>(_ value: T) {
         raw.storeBytes(of: value.bigEndian, toByteOffset: offset, as: T.self)
         offset += MemoryLayout<T>.size
@@ -135,6 +133,7 @@ package enum FrameEncoder {
         store(recipient.low)
       }
       store(UInt32(message.body.count))
+      buffer.append(contentsOf: UnsafeRawBufferPointer(raw))
     }
     buffer.append(contentsOf: message.body)
   }
