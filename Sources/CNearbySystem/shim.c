@@ -148,6 +148,19 @@ int nearby_pin_process(int cpu) {
   return set_affinity_of_all_threads(&one);
 }
 
+int nearby_current_cpu(void) { return sched_getcpu(); }
+
+int nearby_pin_thread(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) {
+    errno = EINVAL;
+    return -1;
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return sched_setaffinity(0, sizeof(cpu_set_t), &one);
+}
+
 int nearby_unpin_process(void) {
   if (!has_unpinned_cpus) return 0;
   return set_affinity_of_all_threads(&unpinned_cpus);

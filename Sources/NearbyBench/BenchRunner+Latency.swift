@@ -11,13 +11,15 @@ extension BenchRunner {
     let rounds = quick ? 1000 : 10_000
     let blocks = 5
     progress(
-      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same with busy polling; events in an ordinary task, without and with; raw TCP; on two CPUs, with one kept busy; everything pinned to one CPU), in \(blocks) interleaved blocks"
+      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same with busy polling; events in an ordinary task, without and with; raw TCP; on two CPUs, with one kept busy; everything pinned to one CPU; each end pinned to a CPU of its own), in \(blocks) interleaved blocks"
     )
     if let profile = getenv("NEARBY_BENCH_PROFILE"), String(cString: profile) == "latency" {
       // Profiling our side only: round trips with events on the session's executor
-      // (NEARBY_BENCH_POLL=200: busy polling for up to 200 µs).
+      // (NEARBY_BENCH_POLL=200: busy polling for up to 200 µs; NEARBY_BENCH_SEPARATE=1: each
+      // end's I/O thread on a CPU of its own).
       let poll = getenv("NEARBY_BENCH_POLL").map { Duration.microseconds(Int64(atoi($0))) }
-      let times = Percentiles(try await roundTrips(rounds, onSessionExecutor: true, busyPoll: poll))
+      let separate = getenv("NEARBY_BENCH_SEPARATE").map { atoi($0) != 0 } ?? false
+      let times = Percentiles(try await roundTrips(rounds, onSessionExecutor: true, busyPoll: poll, cpus: separate ? .separate : nil).map(\.time))
       return [
         BenchmarkResult(
           name: "latency", figure: "round trip 64 B, p50", unit: "µs", ours: times.p50.microseconds, baseline: nil, baselineName: nil,
@@ -28,39 +30,47 @@ extension BenchRunner {
     // of threads changes round trips several-fold on a small virtual machine, and each side
     // should see the same mix of placements.
     let polling = Duration.microseconds(200)
-    var onLoopTimes: [Duration] = []
+    var onLoopTrips: [RoundTrip] = []
     var pollingTimes: [Duration] = []
     var pooledTimes: [Duration] = []
     var pooledPollingTimes: [Duration] = []
-    var rawTimes: [Duration] = []
+    var rawTrips: [RoundTrip] = []
     var sharingTimes: [Duration] = []
     var rawSharingTimes: [Duration] = []
     var pinnedTimes: [Duration] = []
     var rawPinnedTimes: [Duration] = []
+    var separateTimes: [Duration] = []
+    var rawSeparateTimes: [Duration] = []
     let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
-      onLoopTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
-      pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: polling)
-      pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false)
-      pooledPollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false, busyPoll: polling)
-      rawTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+      onLoopTrips += try await roundTrips(rounds / blocks, onSessionExecutor: true)
+      pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: polling).map(\.time)
+      pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false).map(\.time)
+      pooledPollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false, busyPoll: polling).map(\.time)
+      rawTrips += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
       // The same with one CPU kept busy by a thread that spins: on two CPUs the pair then
       // shares the other one, and a round trip costs CPU time rather than wake-ups.
       if Spinner.worthRunning {
         let spinner = Spinner()
         defer { spinner.stop() }  // also when a round trip fails: the thread must not spin on
-        sharingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
-        rawSharingTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+        sharingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true).map(\.time)
+        rawSharingTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
       }
       // Every thread of the process on CPU 0, and so both ends of each pair: a round trip
       // then costs exactly the CPU time of both ends, with no wake-up of an idle CPU.
       if Pinning.worthRunning, nearby_pin_process(0) == 0 {
         defer { _ = nearby_unpin_process() }  // also when a round trip fails
-        pinnedTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true)
-        rawPinnedTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+        pinnedTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true).map(\.time)
+        rawPinnedTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
+      }
+      // Each end on a CPU of its own: every message wakes the other CPU.
+      if Pinning.worthRunning {
+        separateTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, cpus: .separate).map(\.time)
+        rawSeparateTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks, cpus: .separate).map(\.time)
       }
     }
-    let onLoop = Percentiles(onLoopTimes)
+    let onLoop = Percentiles(onLoopTrips.map(\.time))
+    let rawTimes = rawTrips.map(\.time)
     let polled = Percentiles(pollingTimes)
     let pooled = Percentiles(pooledTimes)
     let pooledPolled = Percentiles(pooledPollingTimes)
@@ -78,7 +88,16 @@ extension BenchRunner {
       row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
       row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
       row("round trip 64 B, p50, events in an ordinary task, busy polling 200 µs", pooledPolled.p50, raw.p50),
+      BenchmarkResult(
+        name: "latency", figure: "round trips of the first row with both ends on one CPU", unit: "%",
+        ours: Self.shareOnOneCPU(onLoopTrips), baseline: Self.shareOnOneCPU(rawTrips), baselineName: "raw TCP ping-pong", higherIsBetter: true),
     ] + sharingRows(sharingTimes, rawSharingTimes) + pinnedRows(pinnedTimes, rawPinnedTimes)
+      + comparedRows(separateTimes, rawSeparateTimes, "both ends on separate CPUs", baseline: "raw TCP ping-pong, placed the same way")
+  }
+
+  /// The percentage of `trips` whose two ends ran on one CPU when the answer arrived.
+  static func shareOnOneCPU(_ trips: [RoundTrip]) -> Double {
+    trips.isEmpty ? 0 : (Double(trips.count { $0.sharedCPU }) * 1000 / Double(trips.count)).rounded() / 10
   }
 
   /// Rows of the round trips with a CPU kept busy, next to raw TCP's under the same load
@@ -109,8 +128,10 @@ extension BenchRunner {
   /// waits for the answer in its event sequence. With `onSessionExecutor`, both consume
   /// `events` in tasks that prefer their session's executor (the recommended way: no thread
   /// switch per event); otherwise in ordinary tasks on Swift's thread pool.
-  /// `busyPoll` nil: the configuration's default.
-  func roundTrips(_ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration? = nil) async throws -> [Duration] {
+  /// `busyPoll` nil: the configuration's default. With `cpus` (only on the session's
+  /// executor), each session's I/O thread is pinned to its CPU: A asks, B answers.
+  func roundTrips(_ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration? = nil, cpus: EndCPUs? = nil) async throws -> [RoundTrip] {
+    precondition(cpus == nil || onSessionExecutor, "only a session's own I/O thread may be pinned")
     let (a, b) = try await pair(busyPoll: busyPoll)
     let body = [UInt8](repeating: 0x62, count: 64)
     let aID = a.peer.id
@@ -120,16 +141,23 @@ extension BenchRunner {
     // Subscribed before the tasks start, so that no message can pass before they listen.
     let echoEvents = bSession.events.makeAsyncIterator()
     let measureEvents = aSession.events.makeAsyncIterator()
+    let echoCPU = EchoCPU()
     let echo = Task(executorPreference: onSessionExecutor ? bSession.executor : nil) {
+      // On B's I/O thread (the executor's), which ends with the session.
+      if let cpus { _ = nearby_pin_thread(cpus.answering) }
       var events = echoEvents
       while let event = await events.next() {
-        if case .message = event { _ = try? await bSession.send(body, to: .peer(aID)) }
+        if case .message = event {
+          echoCPU.note()
+          _ = try? await bSession.send(body, to: .peer(aID))
+        }
       }
     }
-    let measure = Task(executorPreference: onSessionExecutor ? aSession.executor : nil) { () -> [Duration] in
+    let measure = Task(executorPreference: onSessionExecutor ? aSession.executor : nil) { () -> [RoundTrip] in
+      if let cpus { _ = nearby_pin_thread(cpus.asking) }
       var events = measureEvents
-      var times: [Duration] = []
-      times.reserveCapacity(rounds + 100)
+      var trips: [RoundTrip] = []
+      trips.reserveCapacity(rounds + 100)
       let clock = ContinuousClock()
       for _ in 0..<rounds + 100 {
         let start = clock.now
@@ -137,16 +165,40 @@ extension BenchRunner {
         while let event = await events.next() {
           if case .message = event { break }
         }
-        times.append(clock.now - start)
+        trips.append(RoundTrip(time: clock.now - start, sharedCPU: echoCPU.isCurrent))
       }
-      return times
+      return trips
     }
-    let times = await measure.value
+    let trips = await measure.value
     echo.cancel()
     await a.stop()
     await b.stop()
-    return Array(times.dropFirst(100))
+    return Array(trips.dropFirst(100))
   }
+}
+
+/// One round trip: how long it took, and whether both ends ran on one CPU as it ended
+/// (the one that answered when it answered, the one that asked when the answer came).
+struct RoundTrip: Sendable {
+  var time: Duration
+  var sharedCPU: Bool
+}
+
+/// The CPUs the two ends of a ping-pong are pinned to.
+struct EndCPUs: Sendable, Equatable {
+  var asking: Int32
+  var answering: Int32
+  /// Each end on a CPU of its own: every message wakes the other CPU.
+  static let separate = EndCPUs(asking: 0, answering: 1)
+}
+
+/// The CPU the answering end last ran on, for the asking end to compare with its own.
+final class EchoCPU: Sendable {
+  private let cpu = Atomic<Int32>(-1)
+  /// Notes the calling thread's CPU.
+  func note() { cpu.store(nearby_current_cpu(), ordering: .relaxed) }
+  /// Whether the calling thread runs on the CPU last noted.
+  var isCurrent: Bool { nearby_current_cpu() == cpu.load(ordering: .relaxed) }
 }
 
 /// Pinning the process to one CPU changes something only where there are several.

@@ -53,33 +53,51 @@ enum RawTCP {
     return true
   }
 
-  /// Ping-pong of `frame` (the bytes of one MESSAGE frame): round-trip times.
-  static func pingPong(frame: [UInt8], rounds: Int) -> [Duration] {
+  /// Ping-pong of `frame` (the bytes of one MESSAGE frame): the calling thread asks, a thread
+  /// of its own answers. With `cpus`, the asking end is a thread of its own (the calling
+  /// thread may be one of Swift's pool, which must not stay pinned) and each end is pinned to
+  /// its CPU.
+  static func pingPong(frame: [UInt8], rounds: Int, cpus: EndCPUs? = nil) -> [RoundTrip] {
     let (a, b) = pair()
     defer {
       close(a)
       close(b)
     }
+    let echoCPU = EchoCPU()
     let echo = Thread {
+      if let cpus { _ = nearby_pin_thread(cpus.answering) }
       var buffer = [UInt8](repeating: 0, count: frame.count)
       for _ in 0..<rounds {
         guard buffer.withUnsafeMutableBytes({ readExactly(b, $0.baseAddress!, $0.count) }) else { return }
+        echoCPU.note()
         buffer.withUnsafeBytes { writeAll(b, $0.baseAddress!, $0.count) }
       }
     }
     echo.start()
-    var times: [Duration] = []
-    times.reserveCapacity(rounds)
-    var buffer = [UInt8](repeating: 0, count: frame.count)
-    let clock = ContinuousClock()
-    for _ in 0..<rounds {
-      let start = clock.now
-      frame.withUnsafeBytes { writeAll(a, $0.baseAddress!, $0.count) }
-      _ = buffer.withUnsafeMutableBytes { readExactly(a, $0.baseAddress!, $0.count) }
-      times.append(clock.now - start)
+    defer { echo.join() }
+    func ask() -> [RoundTrip] {
+      var trips: [RoundTrip] = []
+      trips.reserveCapacity(rounds)
+      var buffer = [UInt8](repeating: 0, count: frame.count)
+      let clock = ContinuousClock()
+      for _ in 0..<rounds {
+        let start = clock.now
+        frame.withUnsafeBytes { writeAll(a, $0.baseAddress!, $0.count) }
+        _ = buffer.withUnsafeMutableBytes { readExactly(a, $0.baseAddress!, $0.count) }
+        trips.append(RoundTrip(time: clock.now - start, sharedCPU: echoCPU.isCurrent))
+      }
+      return trips
     }
-    echo.join()
-    return times
+    guard let cpus else { return ask() }
+    let trips = Mutex<[RoundTrip]>([])
+    let asker = Thread {
+      _ = nearby_pin_thread(cpus.asking)
+      let asked = ask()
+      trips.withLock { $0 = asked }
+    }
+    asker.start()
+    asker.join()
+    return trips.withLock { $0 }
   }
 
   /// What a one-way run took: the time from the first write to the last byte read, and the

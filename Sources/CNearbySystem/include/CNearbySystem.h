@@ -77,6 +77,13 @@ int nearby_pin_process(int cpu);
 /// Gives every thread of this process the CPUs it had before the first nearby_pin_process.
 int nearby_unpin_process(void);
 
+/// The CPU the calling thread runs on (sched_getcpu), or -1.
+int nearby_current_cpu(void);
+
+/// Pins the calling thread alone to CPU `cpu` (benchmarks: two ends kept on separate CPUs).
+/// Returns 0, or -1 with errno.
+int nearby_pin_thread(int cpu);
+
 /// The resident set size of this process in bytes (from /proc/self/statm), or -1.
 long long nearby_resident_bytes(void);
 
