@@ -38,8 +38,8 @@ package struct ResendWindow: Sendable {
   /// The peer acknowledged (or failed) a message. - Returns: whether it was waiting.
   @discardableResult
   package mutating func remove(_ id: UInt64) -> Bool {
-    guard let first = entries.first else { return false }
-    if first.id == id {
+    guard let firstID = entries.first({ $0.id }) else { return false }
+    if firstID == id {
       release(entries.popFirst()!)
       return true
     }
@@ -67,9 +67,9 @@ package struct ResendWindow: Sendable {
   /// message, wrapping). - Returns: their ids, oldest first.
   package mutating func removeThrough(_ id: UInt64) -> [UInt64] {
     var removed: [UInt64] = []
-    while let first = entries.first, SerialNumber.isAtOrBefore(first.id, id) {
+    while let firstID = entries.first({ $0.id }), SerialNumber.isAtOrBefore(firstID, id) {
       release(entries.popFirst()!)
-      removed.append(first.id)
+      removed.append(firstID)
     }
     return removed
   }

@@ -33,13 +33,22 @@ package struct RingBuffer<Element>: Sendable where Element: Sendable {
     count += 1
   }
 
-  /// Removes and returns the oldest element.
+  /// What `part` reads of the oldest element, read where it lies (``first`` copies the
+  /// whole element: a retain and a release of each of its references).
+  @inlinable package func first<T>(_ part: (borrowing Element) -> T) -> T? {
+    guard count > 0 else { return nil }
+    switch storage[head] {
+    case .some(let element): return part(element)
+    case .none: return nil
+    }
+  }
+
+  /// Removes and returns the oldest element, moved out of the storage.
   @inlinable @discardableResult
   package mutating func popFirst() -> Element? {
     guard count > 0 else { return nil }
-    let element = storage[head]
-    storage[head] = nil
-    head = (head + 1) % storage.count
+    let element = storage[head].take()
+    head = head + 1 == storage.count ? 0 : head + 1
     count -= 1
     if count == 0 { head = 0 }
     return element
