@@ -71,6 +71,37 @@ struct HiddenCharacterTests {
     }
   }
 
+  /// What ``HiddenCharacters/first(in:)`` must find: each scalar asked in its context.
+  static func firstByScalars(_ text: String) -> Unicode.Scalar? {
+    let scalars = Array(text.unicodeScalars)
+    for (index, scalar) in scalars.enumerated()
+    where HiddenCharacters.isHidden(
+      scalar, after: index > 0 ? scalars[index - 1] : nil, before: index + 1 < scalars.count ? scalars[index + 1] : nil)
+    {
+      return scalar
+    }
+    return nil
+  }
+
+  /// The bytes are looked at eight at a time: every ASCII byte, and some longer characters,
+  /// at every position of texts of up to 19 scalars agree with the scalar-by-scalar answer.
+  @Test(arguments: Array(0..<20))
+  func anyCharacterAtAnyPositionIsFoundAsScalarByScalar(length: Int) {
+    let others: [Unicode.Scalar] = ["é", "\u{202E}", "\u{200D}", "💻", "\u{3164}", "\u{FE0F}"]
+    let candidates = (0..<128).map { Unicode.Scalar(UInt8($0)) } + others
+    for position in 0..<max(length, 1) {
+      for candidate in candidates {
+        var scalars = String.UnicodeScalarView(repeating: "x", count: length)
+        if length > 0 {
+          let index = scalars.index(scalars.startIndex, offsetBy: position)
+          scalars.replaceSubrange(index...index, with: [candidate])
+        }
+        let text = String(scalars)
+        #expect(HiddenCharacters.first(in: text) == Self.firstByScalars(text), "\(candidate.value) at \(position) of \(length)")
+      }
+    }
+  }
+
   @Test func firstFindsTheFirstHiddenCharacterInContext() {
     #expect(HiddenCharacters.first(in: "plain text") == nil)
     #expect(HiddenCharacters.first(in: "👩‍💻") == nil)
