@@ -36,14 +36,15 @@ extension BenchRunner {
       return results
     }
     let seconds = quick ? 3.0 : 30.0
-    for output in [ChatFlood.Output.devNull, .unreadPipe] {
-      progress("hostile: nearby chat --plain writing to \(output.rawValue), flooded with 1 MiB messages for \(Int(seconds)) s")
-      let report = try await ChatFlood(executable: executable, output: output, seconds: seconds, carolAfter: seconds / 2).run()
+    for (output, json) in [(ChatFlood.Output.devNull, false), (.unreadPipe, false), (.devNull, true)] {
+      let mode = json ? "--json" : "--plain"
+      progress("hostile: nearby chat \(mode) writing to \(output.rawValue), flooded with 1 MiB messages for \(Int(seconds)) s")
+      let report = try await ChatFlood(executable: executable, output: output, json: json, seconds: seconds, carolAfter: seconds / 2).run()
       progress("hostile: \(report)")
       func figure(_ figure: String, _ value: Double, _ unit: String) -> BenchmarkResult {
         BenchmarkResult(
-          name: "hostile", figure: "chat flooded \(Int(seconds)) s, output to \(output.rawValue): \(figure)", unit: unit, ours: value, baseline: nil,
-          baselineName: nil, higherIsBetter: false)
+          name: "hostile", figure: "chat\(json ? " --json" : "") flooded \(Int(seconds)) s, output to \(output.rawValue): \(figure)", unit: unit,
+          ours: value, baseline: nil, baselineName: nil, higherIsBetter: false)
       }
       results.append(figure("resident memory growth", Double(report.rssGrowth) / Double(1 << 20), "MiB"))
       results.append(figure("1 MiB messages delivered", Double(report.delivered), "msg"))

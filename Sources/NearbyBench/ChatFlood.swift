@@ -63,20 +63,25 @@ package struct ChatFlood: Sendable {
 
   package let executable: String
   package let output: Output
+  /// The chat prints JSON events (`--json`) instead of lines for people (`--plain`).
+  package let json: Bool
   package let seconds: Double
   /// When carol speaks, from the start of the flood.
   package let carolAfter: Double
 
-  package init(executable: String, output: Output, seconds: Double, carolAfter: Double = 2) {
+  /// - Parameter json: only with `.devNull` (what a pipe showed is read as lines for people).
+  package init(executable: String, output: Output, json: Bool = false, seconds: Double, carolAfter: Double = 2) {
+    precondition(!json || output == .devNull, "JSON output is measured into /dev/null only")
     self.executable = executable
     self.output = output
+    self.json = json
     self.seconds = seconds
     self.carolAfter = carolAfter
   }
 
   /// Runs the chat, the flood and carol; stops everything.
   package func run() async throws -> Report {
-    let chat = try FloodedChatProcess(executable: executable, output: output)
+    let chat = try FloodedChatProcess(executable: executable, output: output, json: json)
     let mallory = try await LocalSession.start("mallory")
     let carol = try await LocalSession.start("carol")
     let result: Result<Report, any Error>

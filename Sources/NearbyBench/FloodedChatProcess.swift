@@ -6,7 +6,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// `nearby chat --plain --accept all` in a child process on a port of its own (found
+/// `nearby chat --plain --accept all` (or `--json`) in a child process on a port of its own (found
 /// free first), with a private service type and state directory, its standard input kept
 /// open, and its standard output going to /dev/null or to a pipe read only on request.
 final class FloodedChatProcess: Sendable {
@@ -17,7 +17,7 @@ final class FloodedChatProcess: Sendable {
   private let outputFD: Int32
   private let readerStarted = Atomic<Bool>(false)
 
-  init(executable: String, output: ChatFlood.Output) throws {
+  init(executable: String, output: ChatFlood.Output, json: Bool = false) throws {
     guard let port = Self.freePort() else { throw BenchError("no free port on 127.0.0.1") }
     self.port = port
     var input: [Int32] = [0, 0]
@@ -33,7 +33,8 @@ final class FloodedChatProcess: Sendable {
     child = try ChildProcess(
       executable,
       [
-        "chat", "--plain", "--name", "flooded", "--accept", "all", "--service", String(service.prefix(15)), "--state-dir", state, "--port", "\(port)",
+        "chat", json ? "--json" : "--plain", "--name", "flooded", "--accept", "all", "--service", String(service.prefix(15)), "--state-dir", state,
+        "--port", "\(port)",
       ],
       environment: environment, standardInput: .descriptor(input[0]), standardOutput: output == .devNull ? .null : .descriptor(out[1]),
       standardError: .null)

@@ -10,8 +10,10 @@ import Testing
 struct ChatFloodTests {
   static let seconds = 6.0
 
-  @Test func aChatWritingToDevNullStaysSmallAndStillHearsOthers() async throws {
-    let report = try await ChatFlood(executable: Repository.nearby, output: .devNull, seconds: Self.seconds).run()
+  /// In lines for people and in JSON events (whose writer had its own per-character cost).
+  @Test(arguments: [false, true])
+  func aChatWritingToDevNullStaysSmallAndStillHearsOthers(json: Bool) async throws {
+    let report = try await ChatFlood(executable: Repository.nearby, output: .devNull, json: json, seconds: Self.seconds).run()
     print("flood: \(report)")
     #expect(report.rssGrowth < 64 << 20, "the chat grew by \(report.rssGrowth >> 20) MiB")
     #expect(report.delivered > 0, "nothing got through")

@@ -106,6 +106,34 @@ struct ChatCommandTests {
         == #"{"text":"quote \" backslash \\ newline \n tab \t bell \u0007 é 👋","n":18446744073709551615,"ok":true,"list":[null,-1]}"#)
   }
 
+  /// The writer copies runs of bytes and decodes only what it escapes: every character that
+  /// is escaped, and some that are not, at every position of short texts, give what writing
+  /// scalar by scalar gives (``JSONValue/escaped(_:)`` for each).
+  @Test(arguments: Array(0..<12))
+  func jsonStringsAreWrittenAsScalarByScalar(length: Int) {
+    func byScalars(_ text: String) -> String {
+      var out = "\""
+      for scalar in text.unicodeScalars {
+        if let escape = JSONValue.escaped(scalar) { out += escape } else { out.unicodeScalars.append(scalar) }
+      }
+      return out + "\""
+    }
+    let others: [Unicode.Scalar] = ["é", "\u{80}", "\u{9F}", "\u{A0}", "\u{2027}", "\u{2028}", "\u{2029}", "\u{202A}", "👋", "日"]
+    let candidates = (0..<128).map { Unicode.Scalar(UInt8($0)) } + others
+    for position in 0..<max(length, 1) {
+      for candidate in candidates {
+        var scalars = String.UnicodeScalarView(repeating: "é", count: length)
+        if length > 0 {
+          let index = scalars.index(scalars.startIndex, offsetBy: position)
+          scalars.replaceSubrange(index...index, with: [candidate, "q"])
+        }
+        let text = String(scalars)
+        #expect(JSONValue.string(text).encoded == byScalars(text), "\(candidate.value) at \(position) of \(length)")
+      }
+    }
+    #expect(JSONValue.escaped("\u{2028}") == "\\u2028" && JSONValue.escaped("\u{85}") == "\\u0085" && JSONValue.escaped("\u{7F}") == "\\u007f")
+  }
+
   @Test func jsonEventsHaveTheDocumentedFields() throws {
     let formatter = EventFormatter(json: true)
     let message = ReceivedMessage(id: 7, from: Self.bob, isPrivate: true, timestamp: 1000, body: Array("hi".utf8))
