@@ -49,13 +49,38 @@ public struct ChatLineStyler: Sendable {
   public static let noticeIndent = 13
   /// The most rows of one message shown; a longer one ends with a line saying how many more.
   public static let maximumMessageLines = 200
+  /// The most bytes of one message kept, shown and written to its history: a screenful is
+  /// a few kilobytes, and a peer sending megabyte messages must not make the chat keep them
+  /// (each took several times its size once styled and wrapped).
+  public static let maximumMessageBytes = 16 << 10
+
+  /// `bytes` as text, at most ``maximumMessageBytes`` of them (cut between characters),
+  /// followed by a line saying how many more there were.
+  public static func clipped(_ bytes: some Collection<UInt8>) -> String {
+    guard bytes.count > maximumMessageBytes else { return String(decoding: bytes, as: UTF8.self) }
+    var end = bytes.index(bytes.startIndex, offsetBy: maximumMessageBytes)
+    // Back to the start of a character: not before a continuation byte (10xxxxxx).
+    var back = 0
+    while back < 3, end > bytes.startIndex, bytes[end] & 0xC0 == 0x80 {
+      end = bytes.index(end, offsetBy: -1)
+      back += 1
+    }
+    let kept = bytes[bytes.startIndex..<end]
+    let more = bytes.count - kept.count
+    return String(decoding: kept, as: UTF8.self) + "\n… \(more) more byte\(more == 1 ? "" : "s")"
+  }
+
+  /// ``clipped(_:)`` for text.
+  public static func clipped(_ text: String) -> String {
+    text.utf8.count > maximumMessageBytes ? clipped(text.utf8) : text
+  }
 
   func time(_ now: UInt64) -> StyledSpan { StyledSpan("[\(EventFormatter.clock(now))] ", .dim) }
 
   /// A message from a peer. - Parameters: `inPeerConversation`: it is shown in the
   /// conversation with the sender, where "(private)" goes without saying.
   func message(_ message: ReceivedMessage, now: UInt64, inPeerConversation: Bool) -> ScreenEntry {
-    let text = String(decoding: message.body, as: UTF8.self)
+    let text = Self.clipped(message.body)
     return received(label: names.label(message.from), id: message.from.id, text: text, now: now, tag: message.isPrivate && !inPeerConversation)
   }
 
@@ -95,9 +120,10 @@ public struct ChatLineStyler: Sendable {
     switch record.kind {
     case .received:
       return received(
-        label: EventFormatter.sanitize(record.name), id: record.peer ?? PeerID(high: 0, low: 0), text: record.text, now: record.time, tag: false)
+        label: EventFormatter.sanitize(record.name), id: record.peer ?? PeerID(high: 0, low: 0), text: Self.clipped(record.text), now: record.time,
+        tag: false)
     case .sent:
-      return own(record.messageID, text: record.text, recipients: [], mark: .pending, now: record.time)
+      return own(record.messageID, text: Self.clipped(record.text), recipients: [], mark: .pending, now: record.time)
     case .delivered, .failed:
       return nil
     }

@@ -18,12 +18,18 @@ public struct Conversation: Sendable {
   public internal(set) var title: String
   /// The peer of a private conversation (nil for the one with everyone).
   public internal(set) var peer: Peer?
-  /// The lines, oldest first (at most `capacity`).
+  /// The lines, oldest first (at most `capacity`, and about `byteCapacity` of text).
   public private(set) var entries: [ScreenEntry] = []
   /// The serial of `entries[0]`.
   public private(set) var firstSerial = 0
   /// How many entries are kept; older ones are forgotten.
   public let capacity: Int
+  /// How much text the entries may hold together (``ScreenEntry/byteCount``); older ones are
+  /// forgotten beyond it, the newest always kept. Lines of a chat between people hit
+  /// `capacity` first; this bounds what long messages can take.
+  public let byteCapacity: Int
+  /// The text the entries hold now.
+  public private(set) var byteCount = 0
   /// The bottom row of the view, or nil while the view follows the newest line.
   public internal(set) var scroll: ScrollPosition?
   /// Lines that arrived below the view while it was scrolled up.
@@ -43,30 +49,46 @@ public struct Conversation: Sendable {
   /// The entries' rows as wrapped for the screen.
   let wrapCache = WrapCache()
 
-  public init(id: ID, title: String, peer: Peer? = nil, capacity: Int) {
+  public init(id: ID, title: String, peer: Peer? = nil, capacity: Int, byteCapacity: Int = Conversation.defaultByteCapacity) {
     self.id = id
     self.title = title
     self.peer = peer
     self.capacity = max(1, capacity)
+    self.byteCapacity = max(1, byteCapacity)
   }
+
+  /// 4 MiB of text: hundreds of the longest messages shown (``ChatLineStyler/maximumMessageBytes``).
+  public static let defaultByteCapacity = 4 << 20
 
   /// One past the newest serial.
   public var endSerial: Int { firstSerial + entries.count }
 
   public subscript(serial: Int) -> ScreenEntry {
     get { entries[serial - firstSerial] }
-    set { entries[serial - firstSerial] = newValue }
+    set {
+      byteCount += newValue.byteCount - entries[serial - firstSerial].byteCount
+      entries[serial - firstSerial] = newValue
+    }
   }
 
   public func contains(serial: Int) -> Bool { serial >= firstSerial && serial < endSerial }
 
-  /// Adds a line at the end (forgetting the oldest beyond the capacity). - Returns: its serial.
+  /// Adds a line at the end (forgetting the oldest beyond `capacity` and `byteCapacity`).
+  /// - Returns: its serial.
   @discardableResult
   mutating func append(_ entry: ScreenEntry) -> Int {
     entries.append(entry)
+    byteCount += entry.byteCount
     if scroll != nil { newBelow += 1 }
-    let excess = entries.count - capacity
+    var excess = max(0, entries.count - capacity)
+    var bytes = byteCount
+    for index in 0..<excess { bytes -= entries[index].byteCount }
+    while bytes > byteCapacity, excess < entries.count - 1 {
+      bytes -= entries[excess].byteCount
+      excess += 1
+    }
     if excess > 0 {
+      byteCount = bytes
       entries.removeFirst(excess)
       firstSerial += excess
       if let position = scroll, position.serial < firstSerial { scroll = ScrollPosition(serial: firstSerial, row: 0) }
@@ -80,8 +102,14 @@ public struct Conversation: Sendable {
   mutating func prepend(_ older: [ScreenEntry]) {
     let room = capacity - entries.count
     guard room > 0, !older.isEmpty else { return }
-    let kept = older.suffix(room)
+    var kept = older.suffix(room)
+    var bytes = kept.reduce(0) { $0 + $1.byteCount }
+    while let first = kept.first, byteCount + bytes > byteCapacity {
+      bytes -= first.byteCount
+      kept = kept.dropFirst()
+    }
     entries.insert(contentsOf: kept, at: 0)
+    byteCount += bytes
     firstSerial -= kept.count
   }
 

@@ -26,6 +26,9 @@ public struct ScreenEntry: Hashable, Sendable {
   /// Unique to this entry as it is now (a change gives it a new one): what its wrapped rows
   /// are cached under.
   public private(set) var revision: UInt64
+  /// The bytes of its text (UTF-8), as made: what it counts against its conversation's
+  /// ``Conversation/byteCapacity`` (a new delivery mark changes one column of it).
+  public let byteCount: Int
 
   private static let revisions = Atomic<UInt64>(0)
   private static func nextRevision() -> UInt64 { revisions.add(1, ordering: .relaxed).newValue }
@@ -38,6 +41,7 @@ public struct ScreenEntry: Hashable, Sendable {
     self.day = LocalDay(time)
     self.messageID = messageID
     revision = Self.nextRevision()
+    byteCount = line.spans.reduce(0) { $0 + $1.text.utf8.count }
   }
 
   /// Entries are equal when they look and mean the same (whatever their revision).

@@ -72,7 +72,7 @@ extension TerminalChatModel {
   private mutating func receive(_ message: ReceivedMessage, into screen: inout String, effects: inout [Effect]) {
     let id: Conversation.ID = message.isPrivate ? .peer(message.from.id) : .everyone
     let index = conversation(id, peer: message.from, effects: &effects)
-    let text = String(decoding: message.body, as: UTF8.self)
+    let text = ChatLineStyler.clipped(message.body)  // what is shown is what is logged
     add([styler.message(message, now: now, inPeerConversation: message.isPrivate)], to: index)
     effects.append(.log(id, LogRecord(time: now, kind: .received, peer: message.from.id, name: message.from.name.value, text: text)))
     guard index != current else { return }
@@ -84,6 +84,7 @@ extension TerminalChatModel {
   }
 
   private mutating func sent(_ id: MessageID, text: String, to peers: [Peer], isPrivate: Bool, effects: inout [Effect]) {
+    let text = ChatLineStyler.clipped(text)
     var references: [LineReference] = []
     if isPrivate, peers.count == 1 {
       let target = Conversation.ID.peer(peers[0].id)

@@ -33,12 +33,18 @@ public struct TerminalChatModel: Sendable {
     public var bell: Bool
     /// Lines kept per conversation (`--scrollback`).
     public var scrollback: Int
+    /// Text kept per conversation, in bytes (see ``Conversation/byteCapacity``).
+    public var scrollbackBytes: Int
 
-    public init(color: Bool = true, extendedColors: Bool = true, bell: Bool = true, scrollback: Int = 10_000) {
+    public init(
+      color: Bool = true, extendedColors: Bool = true, bell: Bool = true, scrollback: Int = 10_000,
+      scrollbackBytes: Int = Conversation.defaultByteCapacity
+    ) {
       self.color = color
       self.extendedColors = extendedColors
       self.bell = bell
       self.scrollback = max(1, scrollback)
+      self.scrollbackBytes = max(1, scrollbackBytes)
     }
   }
 
@@ -143,7 +149,7 @@ public struct TerminalChatModel: Sendable {
     self.size = size
     self.settings = settings
     self.history = InputHistory(history, capacity: historyCapacity)
-    conversations = [Conversation(id: .everyone, title: "all", capacity: settings.scrollback)]
+    conversations = [Conversation(id: .everyone, title: "all", capacity: settings.scrollback, byteCapacity: settings.scrollbackBytes)]
   }
 
   /// Handles one event at time `now` (milliseconds since the epoch, for timestamps).
@@ -188,7 +194,8 @@ public struct TerminalChatModel: Sendable {
   /// The index of a conversation, opened (at the end, its history asked for) if needed.
   mutating func conversation(_ id: Conversation.ID, peer: Peer?, effects: inout [Effect]) -> Int {
     if let index = conversations.firstIndex(where: { $0.id == id }) { return index }
-    var conversation = Conversation(id: id, title: peer?.name.value ?? "all", peer: peer, capacity: settings.scrollback)
+    var conversation = Conversation(
+      id: id, title: peer?.name.value ?? "all", peer: peer, capacity: settings.scrollback, byteCapacity: settings.scrollbackBytes)
     conversation.awaitingHistory = true
     conversations.append(conversation)
     effects.append(.openLog(id))

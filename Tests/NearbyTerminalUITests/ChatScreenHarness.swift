@@ -47,11 +47,12 @@ struct ChatScreenHarness {
   var now = Fixtures.noon
 
   init(
-    columns: Int = 60, rows: Int = 12, color: Bool = false, bell: Bool = true, scrollback: Int = 10_000, history: [String] = [],
-    me: Peer = Fixtures.alice
+    columns: Int = 60, rows: Int = 12, color: Bool = false, bell: Bool = true, scrollback: Int = 10_000,
+    scrollbackBytes: Int = Conversation.defaultByteCapacity, history: [String] = [], me: Peer = Fixtures.alice
   ) {
     model = TerminalChatModel(
-      me: me, size: .init(columns: columns, rows: rows), settings: .init(color: color, bell: bell, scrollback: scrollback), history: history)
+      me: me, size: .init(columns: columns, rows: rows),
+      settings: .init(color: color, bell: bell, scrollback: scrollback, scrollbackBytes: scrollbackBytes), history: history)
     terminal = VirtualTerminal(columns: columns, rows: rows)
     // A shell prompt and a command line were there before, as in a real terminal.
     terminal.write("$ nearby chat\r\n")
