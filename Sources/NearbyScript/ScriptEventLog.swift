@@ -7,8 +7,9 @@ import Synchronization
 /// before the chat moves on. An expectation takes the first matching event nobody has used
 /// yet, whether it arrived before the expectation or while it waits.
 ///
-/// Bounded: beyond `limit` entries, used ones are forgotten first, then the oldest unused
-/// (a peer that floods us cannot make the log grow without end).
+/// Bounded: beyond `limit` entries or `byteLimit` bytes of text, used ones are forgotten
+/// first, then the oldest unused (a peer that floods us, with many messages or long ones,
+/// cannot make the log grow without end).
 public final class ScriptEventLog: Sendable {
   /// An event and the script line that used it.
   public struct Entry: Sendable {
@@ -26,6 +27,8 @@ public final class ScriptEventLog: Sendable {
 
   private struct State {
     var entries: [Entry] = []
+    /// What the entries hold (``ScriptEventLog/cost(of:)``).
+    var bytes = 0
     var recorded = 0
     var forgottenUnused = 0
     var waiters: [(id: UInt64, waiter: Waiter)] = []
@@ -39,32 +42,52 @@ public final class ScriptEventLog: Sendable {
       return entries[index].event
     }
 
-    mutating func trim(to limit: Int) {
-      guard entries.count > limit else { return }
+    mutating func trim(to limit: Int, bytes byteLimit: Int) {
+      guard entries.count > limit || bytes > byteLimit else { return }
       // Keep the newest few whatever they are (they show in failure messages).
       let recent = entries.suffix(ChatScriptFailure.recentCount)
       var older = entries.dropLast(ChatScriptFailure.recentCount).filter { $0.usedBy == nil }
-      let excess = older.count + recent.count - limit / 2
+      var kept = (older + recent).reduce(0) { $0 + ScriptEventLog.cost(of: $1.event) }
+      // Down to half of either limit, so that trimming happens once in a while.
+      var excess = max(0, older.count + recent.count - limit / 2)
+      for entry in older.prefix(excess) { kept -= ScriptEventLog.cost(of: entry.event) }
+      while excess < older.count, kept > byteLimit / 2 {
+        kept -= ScriptEventLog.cost(of: older[older.startIndex + excess].event)
+        excess += 1
+      }
+      excess = min(excess, older.count)
       if excess > 0 {
-        forgottenUnused += min(excess, older.count)
-        older.removeFirst(min(excess, older.count))
+        forgottenUnused += excess
+        older.removeFirst(excess)
       }
       entries = Array(older) + recent
+      bytes = kept
     }
   }
 
   private let state = Mutex(State())
   private let limit: Int
+  private let byteLimit: Int
 
-  /// - Parameter limit: the most entries kept (at least 100).
-  public init(limit: Int = 10_000) { self.limit = max(limit, 100) }
+  /// - Parameters:
+  ///   - limit: the most entries kept (at least 100).
+  ///   - byteLimit: the most bytes of text they hold (at least 64 KiB; the newest few are
+  ///     kept whatever their size).
+  public init(limit: Int = 10_000, byteLimit: Int = 64 << 20) {
+    self.limit = max(limit, 100)
+    self.byteLimit = max(byteLimit, 64 << 10)
+  }
+
+  /// What an event costs the log: its text and its line, and a little for the rest.
+  static func cost(of event: ScriptEvent) -> Int { event.text.utf8.count + event.display.utf8.count + 64 }
 
   /// Adds an event; a waiting expectation it matches takes it.
   public func record(_ event: ScriptEvent) {
     let resumed: (CheckedContinuation<ScriptEvent?, Never>, ScriptEvent)? = state.withLock { state in
       state.entries.append(Entry(sequence: state.recorded, event: event))
+      state.bytes += Self.cost(of: event)
       state.recorded += 1
-      defer { state.trim(to: limit) }
+      defer { state.trim(to: limit, bytes: byteLimit) }
       guard let position = state.waiters.firstIndex(where: { $0.waiter.expectation.matches(event) }) else { return nil }
       let waiter = state.waiters.remove(at: position).waiter
       state.entries[state.entries.count - 1].usedBy = waiter.line

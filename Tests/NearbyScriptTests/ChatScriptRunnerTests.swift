@@ -210,6 +210,22 @@ struct ChatScriptRunnerTests {
     #expect(log.take(ScriptExpectation(event: .message, text: .exact("old 1")), line: 3) == nil, "the oldest unused were forgotten")
   }
 
+  /// Long messages fill the log by their size before their number: 200 of 20 KiB (each
+  /// kept twice, as text and as its line) in a log of 1 MiB.
+  @Test func theLogIsBoundedInBytesToo() {
+    let log = ScriptEventLog(limit: 10_000, byteLimit: 1 << 20)
+    let long = String(repeating: "m", count: 20 << 10)
+    for index in 0..<200 { log.record(ScriptFixtures.message(from: ScriptFixtures.bob, "\(index) \(long)")) }
+    let kept = log.entries()
+    let bytes = kept.reduce(0) { $0 + $1.event.text.utf8.count + $1.event.display.utf8.count }
+    #expect(bytes <= 1 << 20, "\(kept.count) entries kept, \(bytes) bytes")
+    #expect(kept.count >= ChatScriptFailure.recentCount)
+    #expect(log.count == 200)
+    #expect(log.forgottenUnused == 200 - kept.count)
+    #expect(log.take(ScriptExpectation(event: .message, text: .exact("199 \(long)")), line: 1) != nil, "the newest are kept")
+    #expect(log.take(ScriptExpectation(event: .message, text: .exact("0 \(long)")), line: 2) == nil, "the oldest unused were forgotten")
+  }
+
   @Test func anExpectationWithoutWithinWaitsTenSeconds() async throws {
     let run = try ScriptRun("expect connected")
     try await run.clock.waitForSleepers()
