@@ -2,11 +2,14 @@ import NearbyBench
 import NearbyTestSupport
 import Testing
 
-/// A real `nearby chat --plain` flooded with 1 MiB messages by one peer, its output going to
+/// A real `nearby chat --plain` (or `--json`) flooded with 1 MiB messages by one peer, its output going to
 /// /dev/null or to a pipe nobody reads (``ChatFlood``): its memory stays bounded, another
 /// peer's message still gets through, and nothing is reported delivered that the chat did
 /// not take. CI runs 6-second floods; `nearby bench --only hostile` measures 30-second ones.
-@Suite("A flooded chat (nearby process, real Avahi)", .enabled(if: LAN.avahiAvailable, "needs scripts/lan loopback"))
+///
+/// One flood at a time: each keeps both CPUs busy for its seconds, and three at once starved
+/// the rest of a parallel test run.
+@Suite("A flooded chat (nearby process, real Avahi)", .enabled(if: LAN.avahiAvailable, "needs scripts/lan loopback"), .serialized)
 struct ChatFloodTests {
   static let seconds = 6.0
 

@@ -10,7 +10,7 @@ import Testing
 /// a key that owns its id, so every entry passes the key check): the relay stays responsive
 /// for its honest peers, bounds what it remembers, passes changes on in batches, and closes
 /// the flooder with ERROR `resourceExhausted` naming the limit.
-@Suite("ROSTER floods")
+@Suite("ROSTER floods", .serialized)  // one flood at a time: each keeps a CPU busy
 struct RosterFloodTests {
   /// The relay with alice and carol, and mallory joined as a "relay".
   static func relayWithPeers() async throws -> (relay: RunningSession, alice: RunningSession, carol: RunningSession, mallory: SecureTestPeer) {
