@@ -77,10 +77,11 @@ public struct ChatLineStyler: Sendable {
 
   func time(_ now: UInt64) -> StyledSpan { StyledSpan("[\(EventFormatter.clock(now))] ", .dim) }
 
-  /// A message from a peer. - Parameters: `inPeerConversation`: it is shown in the
-  /// conversation with the sender, where "(private)" goes without saying.
-  func message(_ message: ReceivedMessage, now: UInt64, inPeerConversation: Bool) -> ScreenEntry {
-    let text = Self.clipped(message.body)
+  /// A message from a peer. - Parameters: `text`: its body as ``clipped(_:)`` gives it (the
+  /// caller logs the same); `inPeerConversation`: it is shown in the conversation with the
+  /// sender, where "(private)" goes without saying.
+  func message(_ message: ReceivedMessage, text: String? = nil, now: UInt64, inPeerConversation: Bool) -> ScreenEntry {
+    let text = text ?? Self.clipped(message.body)
     return received(label: names.label(message.from), id: message.from.id, text: text, now: now, tag: message.isPrivate && !inPeerConversation)
   }
 

@@ -73,7 +73,7 @@ extension TerminalChatModel {
     let id: Conversation.ID = message.isPrivate ? .peer(message.from.id) : .everyone
     let index = conversation(id, peer: message.from, effects: &effects)
     let text = ChatLineStyler.clipped(message.body)  // what is shown is what is logged
-    add([styler.message(message, now: now, inPeerConversation: message.isPrivate)], to: index)
+    add([styler.message(message, text: text, now: now, inPeerConversation: message.isPrivate)], to: index)
     effects.append(.log(id, LogRecord(time: now, kind: .received, peer: message.from.id, name: message.from.name.value, text: text)))
     guard index != current else { return }
     conversations[index].unread += 1
