@@ -128,9 +128,13 @@ struct SessionTests {
     // down by `ConnectionStateMachineTests.deadPeerAfterFourSecondsOfSilence`; here the
     // wall clock only bounds it loosely (a bound of 3 s failed whenever the whole suite ran
     // in parallel: the test's own consumer on the thread pool was starved, not the loop).
+    // Silence of 3 s, not less: the silence bound applies once HELLO is in, before the
+    // invitation. With 0.8 s, a CI run under full load once saw no `connected` within 10 s
+    // (only `listening`); an INVITE written more than 0.8 s after the HELLO, by a starved
+    // test thread, would be dropped that way (inferred, not observed).
     var fast = ConnectionTimeouts()
-    fast.pingInterval = .milliseconds(200)
-    fast.deadPeer = .milliseconds(800)
+    fast.pingInterval = .milliseconds(500)
+    fast.deadPeer = .seconds(3)
     let alice = try await RunningSession.start("alice") { $0.timeouts = fast }
     let silent = try await SilentPeer.connect(to: alice.port)
     _ = try await alice.expect("connected") { if case .connected(let p, _) = $0 { p } else { nil } }
