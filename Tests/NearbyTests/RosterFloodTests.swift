@@ -33,7 +33,15 @@ struct RosterFloodTests {
     for index in 0..<count {
       let started = ContinuousClock.now
       let id = try await alice.session.send(Array("during the flood \(index)".utf8), to: .peers([carol.peer.id]))
-      _ = try await alice.expect("delivered \(index)", within: .seconds(20)) { if case .delivered(id, _) = $0 { true } else { nil } }
+      // Delivered, or reported undelivered (said at once rather than after the wait).
+      let failure = try await alice.expect("delivered \(index)", within: .seconds(20)) { event -> String?? in
+        switch event {
+        case .delivered(id, _): .some(nil)
+        case .error(.undelivered(id, _, _, let reason)): .some("\(reason)")
+        default: nil
+        }
+      }
+      if let failure { throw WaitError(description: "message \(index) was reported undelivered: \(failure)") }
       slowest = max(slowest, ContinuousClock.now - started)
     }
     return slowest
