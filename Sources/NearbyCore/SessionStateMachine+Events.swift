@@ -260,7 +260,10 @@ extension SessionStateMachine {
   mutating func connectionEnded(
     _ record: inout ConnectionRecord, id: ConnectionID, reason: DisconnectReason, now: Duration, into actions: inout [SessionAction]
   ) {
-    guard let peerID = record.peerID else { return }
+    guard let peerID = record.peerID else {
+      reportUnansweredInvitation(record, reason: reason, into: &actions)
+      return
+    }
     reconnectAttemptEnded(id, peerID: peerID, now: now)
     let peer = peers[peerID]?.peer
     if record.awaitingAnswer {
@@ -289,6 +292,24 @@ extension SessionStateMachine {
     record.held = false
     failUnacknowledged(&record, reason: .connectionClosed(reason), into: &actions)
     forgetIfIdle(peerID, except: id)
+  }
+
+  /// An invitation by address whose connection ended before its handshake named the peer:
+  /// whoever invited hears why. It used to end without a word, so that inviting an address
+  /// that accepts TCP and never answers (or a relay too busy to take one more) waited for
+  /// ever. A failed authentication was reported already, and our own closing needs no word.
+  private func reportUnansweredInvitation(_ record: ConnectionRecord, reason: DisconnectReason, into actions: inout [SessionAction]) {
+    guard record.direction == .outbound, record.invite != nil else { return }
+    switch reason {
+    case .securityFailure, .local: return
+    default: break
+    }
+    let target = record.endpoints.map(\.description).joined(separator: ", ")
+    let detail =
+      reason == .handshakeTimeout
+      ? "\(target) accepted the connection but did not complete the handshake within \(configuration.timeouts.handshake.formattedSeconds) (is a Nearby peer listening there?)"
+      : "\(target): \(reason)"
+    actions.append(.emit(.error(.connectFailed(peer: nil, detail: detail))))
   }
 
   mutating func failUnacknowledged(_ record: inout ConnectionRecord, reason: UndeliveredReason, into actions: inout [SessionAction]) {
