@@ -296,8 +296,9 @@ extension SessionStateMachine {
 
   /// An invitation by address whose connection ended before its handshake named the peer:
   /// whoever invited hears why. It used to end without a word, so that inviting an address
-  /// that accepts TCP and never answers (or a relay too busy to take one more) waited for
-  /// ever. A failed authentication was reported already, and our own closing needs no word.
+  /// that accepts TCP and never answers waited for ever. A failed authentication (which
+  /// includes a refusal inside the handshake, such as ERROR busy) was reported already, and
+  /// our own closing needs no word.
   private func reportUnansweredInvitation(_ record: ConnectionRecord, reason: DisconnectReason, into actions: inout [SessionAction]) {
     guard record.direction == .outbound, record.invite != nil else { return }
     switch reason {
