@@ -9,35 +9,35 @@ import Testing
 @Suite("Discovery end to end (nearby processes, real Avahi)", .enabled(if: LAN.avahiAvailable, "needs scripts/lan loopback"))
 struct DiscoveryCLITests {
   @Test func anAdvertiserOnOneHostIsFoundOnAnotherWithItsRecordAndLostWhenItQuitsOrIsKilled() async throws {
-    let lan = try await TestLAN(["a,b"])
-    defer { Task { await lan.down() } }
-    let service = LAN.uniqueServiceType().name
-    let addressA = try await lan.address("a")
-    let alice = try PeerProcess(
-      "alice", ["chat", "--name", "alice", "--json", "--service", service, "--info", "room=lab", "--state-dir", Repository.temporaryDirectory()],
-      in: lan,
-      host: "a")
-    let ready = try await alice.expect("ready")
-    let browse = try PeerProcess("browse-b", ["browse", "--json", "--service", service, "--timeout", "30"], in: lan, host: "b")
-    let found = try await browse.expect("found") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
-    #expect(found.string("peer.id") == ready.string("id"))
-    #expect((found["addresses"] as? [String]) == [addressA])
-    #expect(found["port"] as? Int == ready["port"] as? Int)
-    #expect((found["info"] as? [String: String]) == ["room": "lab"])
+    try await TestLAN.with(["a,b"]) { lan in
+      let service = LAN.uniqueServiceType().name
+      let addressA = try await lan.address("a")
+      let alice = try PeerProcess(
+        "alice", ["chat", "--name", "alice", "--json", "--service", service, "--info", "room=lab", "--state-dir", Repository.temporaryDirectory()],
+        in: lan,
+        host: "a")
+      let ready = try await alice.expect("ready")
+      let browse = try PeerProcess("browse-b", ["browse", "--json", "--service", service, "--timeout", "30"], in: lan, host: "b")
+      let found = try await browse.expect("found") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
+      #expect(found.string("peer.id") == ready.string("id"))
+      #expect((found["addresses"] as? [String]) == [addressA])
+      #expect(found["port"] as? Int == ready["port"] as? Int)
+      #expect((found["info"] as? [String: String]) == ["room": "lab"])
 
-    // A graceful quit withdraws the advertisement.
-    alice.send("/quit")
-    #expect(await alice.wait() == 0)
-    try await browse.expect("lost") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
+      // A graceful quit withdraws the advertisement.
+      alice.send("/quit")
+      #expect(await alice.wait() == 0)
+      try await browse.expect("lost") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
 
-    // SIGKILL: the daemon withdraws the records of a client that vanished.
-    let again = try PeerProcess(
-      "alice2", ["chat", "--name", "alice", "--json", "--service", service, "--state-dir", Repository.temporaryDirectory()], in: lan, host: "a")
-    try await again.expect("advertised")
-    try await browse.expect("found") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
-    again.child.terminate(SIGKILL)
-    try await browse.expect("lost", within: .seconds(20))
-    await browse.stop()
+      // SIGKILL: the daemon withdraws the records of a client that vanished.
+      let again = try PeerProcess(
+        "alice2", ["chat", "--name", "alice", "--json", "--service", service, "--state-dir", Repository.temporaryDirectory()], in: lan, host: "a")
+      try await again.expect("advertised")
+      try await browse.expect("found") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
+      again.child.terminate(SIGKILL)
+      try await browse.expect("lost", within: .seconds(20))
+      await browse.stop()
+    }
   }
 
   @Test func servicesFromAvahiPublishAreReportedByNearbyBrowse() async throws {
@@ -66,21 +66,21 @@ struct DiscoveryCLITests {
   }
 
   @Test func theAdvertiserRegistersAgainWhenTheDaemonComesBack() async throws {
-    let lan = try await TestLAN(["a,b"])
-    defer { Task { await lan.down() } }
-    let service = LAN.uniqueServiceType().name
-    let alice = try PeerProcess(
-      "alice", ["chat", "--name", "alice", "--json", "--service", service, "--state-dir", Repository.temporaryDirectory()], in: lan, host: "a")
-    try await alice.expect("advertised")
-    try await lan.avahi("a", "stop")
-    let failure = try await alice.expect("error") { ($0["message"] as? String)?.contains("avahi-daemon is not running") == true }
-    #expect((failure["message"] as? String)?.contains("start it with") == true)
-    try await lan.avahi("a", "start")
-    try await alice.expect("advertised", within: .seconds(40))
-    let browse = try PeerProcess("browse-b", ["browse", "--json", "--service", service, "--timeout", "20"], in: lan, host: "b")
-    try await browse.expect("found") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
-    await browse.stop()
-    await alice.stop()
+    try await TestLAN.with(["a,b"]) { lan in
+      let service = LAN.uniqueServiceType().name
+      let alice = try PeerProcess(
+        "alice", ["chat", "--name", "alice", "--json", "--service", service, "--state-dir", Repository.temporaryDirectory()], in: lan, host: "a")
+      try await alice.expect("advertised")
+      try await lan.avahi("a", "stop")
+      let failure = try await alice.expect("error") { ($0["message"] as? String)?.contains("avahi-daemon is not running") == true }
+      #expect((failure["message"] as? String)?.contains("start it with") == true)
+      try await lan.avahi("a", "start")
+      try await alice.expect("advertised", within: .seconds(40))
+      let browse = try PeerProcess("browse-b", ["browse", "--json", "--service", service, "--timeout", "20"], in: lan, host: "b")
+      try await browse.expect("found") { ($0["peer"] as? [String: Any])?["name"] as? String == "alice" }
+      await browse.stop()
+      await alice.stop()
+    }
   }
 }
 

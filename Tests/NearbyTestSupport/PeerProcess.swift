@@ -81,6 +81,21 @@ public final class TestLAN: Sendable {
   public func down() async {
     _ = try? await NearbyTestSupport.run([Repository.lan, "down", id], timeout: .seconds(60))
   }
+
+  /// Runs `body` on a new LAN and tears the LAN down when it returns or throws, before this
+  /// returns. (A teardown left to an unstructured task could still be running when the test
+  /// process exited, and raced `lan loopback`'s own sweep of the same namespaces.)
+  public nonisolated(nonsending) static func with<Result>(_ segments: [String], _ body: (TestLAN) async throws -> Result) async throws -> Result {
+    let lan = try await TestLAN(segments)
+    do {
+      let result = try await body(lan)
+      await lan.down()
+      return result
+    } catch {
+      await lan.down()
+      throw error
+    }
+  }
 }
 
 /// A running `nearby` process: its stdin is a pipe the test writes commands to, its stdout
