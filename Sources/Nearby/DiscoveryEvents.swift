@@ -13,7 +13,7 @@ public struct DiscoveryEvents<Element: Sendable>: AsyncSequence, Sendable {
     public typealias Failure = Never
     let subscription: Subscription
 
-    public mutating func next() async -> Element? { await subscription.next() }
+    public nonisolated(nonsending) mutating func next() async -> Element? { await subscription.next() }
 
     public mutating func next(isolation actor: isolated (any Actor)?) async -> Element? { await subscription.next() }
   }

@@ -35,7 +35,7 @@ public struct SessionEvents: AsyncSequence, Sendable {
     public typealias Failure = Never
     let subscription: Subscription
 
-    public mutating func next() async -> SessionEvent? { await subscription.next() }
+    public nonisolated(nonsending) mutating func next() async -> SessionEvent? { await subscription.next() }
 
     public mutating func next(isolation actor: isolated (any Actor)?) async -> SessionEvent? { await subscription.next() }
   }
