@@ -32,21 +32,7 @@ public final class FaultyLink: Sendable {
   /// Listens on an ephemeral port of 127.0.0.1 and forwards to `127.0.0.1:target`.
   public init(forwardingTo target: UInt16) throws {
     self.target = target
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var yes: Int32 = 1
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-    var address = Self.loopback(port: 0)
-    let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard bound == 0, listen(fd, 64) == 0 else {
-      close(fd)
-      throw WaitError(description: "FaultyLink: bind/listen failed (errno \(errno))")
-    }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    listener = fd
-    port = UInt16(bigEndian: address.sin_port)
+    (listener, port) = try LoopbackSocket.listening(backlog: 64, reuseAddress: true)
     let thread = Thread { [self] in acceptLoop() }
     thread.name = "faulty-link-accept"
     thread.start()
@@ -77,14 +63,6 @@ public final class FaultyLink: Sendable {
     cutAll()
   }
 
-  private static func loopback(port: UInt16) -> sockaddr_in {
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return address
-  }
-
   private func acceptLoop() {
     defer { close(listener) }
     while true {
@@ -98,7 +76,7 @@ public final class FaultyLink: Sendable {
         return
       }
       let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-      var address = Self.loopback(port: target)
+      var address = LoopbackSocket.address(port: target)
       let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
       }

@@ -39,39 +39,8 @@ package final class SecureTestPeer: @unchecked Sendable {
     port: UInt16, identity: IdentityKeyPair = SecureTestPeer.makeIdentity(), receiveBuffer: Int32? = nil, source: String? = nil
   ) throws {
     self.identity = identity
-    fd = try Self.connectedSocket(port: port, receiveBuffer: receiveBuffer, source: source)
+    fd = try LoopbackSocket.connected(to: port, receiveBuffer: receiveBuffer, source: source)
     setReceiveTimeout(seconds: 8)
-  }
-
-  /// A blocking TCP socket connected to `127.0.0.1:port`, from `source` if given.
-  package static func connectedSocket(port: UInt16, receiveBuffer: Int32? = nil, source: String? = nil) throws -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-    if let source {
-      var local = sockaddr_in()
-      local.sin_family = sa_family_t(AF_INET)
-      local.sin_addr.s_addr = inet_addr(source)
-      let bound = withUnsafePointer(to: &local) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-      }
-      guard bound == 0 else {
-        close(fd)
-        throw SecureTestPeerError("bind to \(source) failed: errno \(errno)")
-      }
-    }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let result = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard result == 0 else {
-      let code = errno
-      close(fd)
-      throw SecureTestPeerError("connect to port \(port) failed: errno \(code)")
-    }
-    return fd
   }
 
   /// Wraps a socket accepted by a test's own listener (for the responder side).

@@ -16,21 +16,7 @@ final class MiddleListener: @unchecked Sendable {
   let port: UInt16
   let identity = SecureTestPeer.makeIdentity()
 
-  init() throws {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    self.fd = fd
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-        Glibc.bind(fd, pointer, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, pointer, &length) == 0
-      }
-    }
-    guard bound else { throw SecureTestPeerError("the middle could not listen: errno \(errno)") }
-    port = UInt16(bigEndian: address.sin_port)
-  }
+  init() throws { (fd, port) = try LoopbackSocket.listening(backlog: 4) }
 
   deinit { close(fd) }
 

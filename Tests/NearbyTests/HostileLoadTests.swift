@@ -26,7 +26,7 @@ struct HostileLoadTests {
     init(count: Int, port: UInt16, source: String) {
       Thread.detachNewThread { [self] in
         for _ in 0..<count {
-          guard let fd = try? SecureTestPeer.connectedSocket(port: port, source: source) else { continue }
+          guard let fd = try? LoopbackSocket.connected(to: port, source: source) else { continue }
           sockets.withLock { $0.append(fd) }
           opened.add(1, ordering: .relaxed)
         }

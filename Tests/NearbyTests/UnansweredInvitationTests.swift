@@ -9,27 +9,13 @@ import Testing
 /// to such an address waited for ever.
 @Suite("Invitations by address that nobody answers")
 struct UnansweredInvitationTests {
-  /// A TCP listener on loopback that accepts and never says anything.
+  /// A TCP listener on loopback that never accepts and never says anything (the kernel
+  /// completes connections in its backlog: nobody reads them).
   final class SilentListener: Sendable {
     let fd: Int32
     let port: UInt16
 
-    init() {
-      let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-      var address = sockaddr_in()
-      address.sin_family = sa_family_t(AF_INET)
-      address.sin_addr.s_addr = inet_addr("127.0.0.1")
-      var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-      withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          _ = bind(fd, $0, length)
-          _ = getsockname(fd, $0, &length)
-        }
-      }
-      listen(fd, 16)  // the kernel completes connections in the backlog: nobody reads them
-      self.fd = fd
-      port = UInt16(bigEndian: address.sin_port)
-    }
+    init() throws { (fd, port) = try LoopbackSocket.listening() }
 
     deinit { close(fd) }
   }
@@ -39,7 +25,7 @@ struct UnansweredInvitationTests {
   }
 
   @Test func anAddressThatAcceptsAndNeverAnswersIsReportedWhenTheHandshakeTimesOut() async throws {
-    let silent = SilentListener()
+    let silent = try SilentListener()
     let alice = try await RunningSession.start("alice") { $0.timeouts.handshake = .seconds(1) }
     await alice.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: silent.port)])
     let detail = try await alice.expect("the failure", within: .seconds(20)) { if case .error(.connectFailed(nil, let d)) = $0 { d } else { nil } }
@@ -56,16 +42,8 @@ struct UnansweredInvitationTests {
   @Test func aPeerTooBusyForOneMoreConnectionIsReportedOnceWithItsError() async throws {
     // Bob takes one connection being set up per host; one that never finishes holds it.
     let bob = try await RunningSession.start("bob") { $0.maximumPendingConnectionsPerSource = 1 }
-    let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let holder = try LoopbackSocket.connected(to: bob.port)
     defer { close(holder) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = bob.port.bigEndian
-    let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    #expect(connected == 0)
     try await Task.sleep(for: .milliseconds(200))
     let alice = try await RunningSession.start("alice")
     await alice.session.invite(endpoints: [bob.endpoint])

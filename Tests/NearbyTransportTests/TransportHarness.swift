@@ -1,6 +1,7 @@
 import CNearbySystem
 import Foundation
 import NearbyCore
+import NearbyTestSupport
 import NearbyTransport
 import Synchronization
 import Testing
@@ -59,15 +60,7 @@ final class RawClient: @unchecked Sendable {
   let fd: Int32
 
   init(port: UInt16) throws {
-    fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let result = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard result == 0 else { throw TimeoutError(what: "connect failed: errno \(errno)") }
+    fd = try LoopbackSocket.connected(to: port)
     var timeout = timeval(tv_sec: 5, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
   }
