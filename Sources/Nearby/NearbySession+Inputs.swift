@@ -290,6 +290,10 @@ extension NearbySession {
         transferFrameArrived(frame, from: peer)
       case .federate(let output):
         federationLink?.handle(output)
+      case .sessionMoved(let peer):
+        // What was in flight on the old connection is lost: transfers to the peer pause and
+        // offer again on the new one (the answer says where to resume).
+        transferPeerLost(peer)
       }
     }
     if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }

@@ -357,7 +357,7 @@ extension SessionStateMachine {
     peers[peerID]?.session = id
     peers[peerID]?.announcedReachable = false
     autoConnect[peerID] = nil
-    if report { actions.append(.emit(.reconnected(peer))) }
+    actions.append(report ? .emit(.reconnected(peer)) : .sessionMoved(peerID))
     for messageID in delivered { noteDelivered(messageID, peer, into: &actions) }
     if !missing.isEmpty {
       for message in missing { actions.append(.sendMessage(message, [id])) }

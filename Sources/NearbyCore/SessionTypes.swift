@@ -280,6 +280,11 @@ package enum SessionAction: Sendable {
   case transferFrame(TransferFrame, from: PeerID)
   /// Work for the federation (a federated relay only): see ``FederationOutput``.
   case federate(FederationOutput)
+  /// The session with `peer` moved to a new connection that the peer opened to resume it,
+  /// before we noticed the old one was lost (so no `reconnecting` or `reconnected` event).
+  /// Our messages sent on the old connection go again from the resend window; what else we
+  /// sent there may be lost: file transfers must send their offers again.
+  case sessionMoved(PeerID)
 }
 
 /// A received message the application has taken, to acknowledge on its connection.

@@ -88,6 +88,7 @@ struct ReconnectTests {
     net.advance(by: .seconds(2))
     let after = net.take(a) + net.take(b)
     #expect(!after.contains { ["invitation", "connected", "disconnected", "error"].contains($0.kind) }, "\(after)")
+    #expect(net.moved.isEmpty, "both saw the loss: no silent move")
   }
 
   @Test func lostAcknowledgementsAreNotResentAndStillCountAsDelivered() {
@@ -99,14 +100,23 @@ struct ReconnectTests {
     net.run()
     #expect(net.receivedTexts(b) == ["one", "two", "three"])
     #expect(Self.delivered(net.take(a)).isEmpty)
+    // A second later the old connection goes dark the other way too, its end included.
+    net.advance(by: .seconds(1))
+    net.silence(from: a, to: b)
     // Alice times bob out and reconnects; bob still thinks the old connection works.
-    net.advance(by: .seconds(6))
+    net.advance(by: .seconds(5))
     let aliceEvents = net.take(a)
     #expect(aliceEvents.contains(.reconnected(Fixture.bob)), "\(aliceEvents)")
     #expect(Self.delivered(aliceEvents) == ids, "bob's RESUME says his application took all three")
-    #expect(net.receivedTexts(b).isEmpty, "nothing is delivered twice")
-    #expect(!net.take(b).contains { $0.kind == "disconnected" || $0.kind == "reconnecting" })
+    // (One look at bob's events: `receivedTexts` takes them all.)
+    let bobEvents = net.take(b)
+    #expect(!bobEvents.contains { $0.kind == "message" }, "nothing is delivered twice: \(bobEvents)")
+    #expect(!bobEvents.contains { ["disconnected", "reconnecting", "reconnected"].contains($0.kind) }, "\(bobEvents)")
     #expect(net.connectedNames(b) == ["alice"])
+    // Bob's shell is told the session moved (what else it sent on the old connection, file
+    // offers for one, must go again); alice, who saw the loss, is told `reconnected`.
+    #expect(net.moved[b] == [a])
+    #expect(net.moved[a] == nil)
     // The session goes on.
     let later = me.send(&net, ["four"])
     net.run()

@@ -1,7 +1,8 @@
 import NearbyCore
 
 /// Network faults for the simulated network: partitions that silence the links between two
-/// nodes (what is already on its way still arrives) and refuse new connections between them.
+/// nodes (what is already on its way still arrives; a silenced side's close does not) and
+/// refuse new connections between them.
 extension SimulatedNetwork {
   /// Cuts `a` and `b` apart.
   mutating func partition(_ a: PeerID, _ b: PeerID) {

@@ -53,6 +53,8 @@ struct SimulatedNetwork {
   var settled: [PeerID: [DeliveryReport]] = [:]
   /// FILE frames each node's machine handed to its shell, with their sender.
   var transferFrames: [PeerID: [(TransferFrame, PeerID)]] = [:]
+  /// Peers whose session moved to a new connection without a suspension, per node.
+  var moved: [PeerID: [PeerID]] = [:]
   /// What federated relays asked of the federation, in order (``SimulatedFederation`` takes it).
   var federationOutputs: [(relay: PeerID, output: FederationOutput)] = []
 
@@ -141,7 +143,8 @@ struct SimulatedNetwork {
         let link = Link(node: node, connection: connection)
         guard !closed.contains(link) else { continue }
         closed.insert(link)
-        if let remote = links[link] { queue.append(.eof(remote.node, remote.connection)) }
+        // A silenced link swallows its end too (the other side never hears of it).
+        if let remote = links[link], !silenced.contains(link) { queue.append(.eof(remote.node, remote.connection)) }
       case .emit(let event):
         events[node, default: []].append(event)
       case .deliver(let message, let connection):
@@ -153,6 +156,8 @@ struct SimulatedNetwork {
         transferFrames[node, default: []].append((frame, peer))
       case .federate(let output):
         federationOutputs.append((node, output))
+      case .sessionMoved(let peer):
+        moved[node, default: []].append(peer)
       }
     }
   }

@@ -15,6 +15,9 @@ public final class FaultyLink: Sendable {
     /// Bytes go through.
     case pass
     /// Bytes are read and dropped, both ways; new connections are accepted and dropped too.
+    /// The end of a connection does not get through either: when one side closes it, the
+    /// other side's stays open, and hears nothing, until the link is cut or stopped (as when a
+    /// peer moved to another path and the old one went dark), also after the partition.
     case partition
   }
 
@@ -95,7 +98,8 @@ public final class FaultyLink: Sendable {
     }
   }
 
-  /// Copies bytes both ways (or drops them in a partition) until either side ends.
+  /// Copies bytes both ways (or drops them in a partition) until either side ends, or in a
+  /// partition until both have: a side that ended then is not passed on (see ``Mode/partition``).
   private func pump(_ a: Int32, _ b: Int32) {
     defer {
       close(a)
@@ -103,17 +107,26 @@ public final class FaultyLink: Sendable {
       state.withLock { $0.pairs.removeAll { $0.0 == a } }
     }
     var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
+    var ended = [false, false]
     var buffer = [UInt8](repeating: 0, count: 65_536)
     while true {
       let ready = poll(&fds, 2, 200)
       if ready < 0 && errno != EINTR { return }
       if state.withLock({ $0.stopped }) { return }
       for index in 0..<2 where fds[index].revents != 0 {
-        let from = fds[index].fd
+        let from = index == 0 ? a : b
         let to = index == 0 ? b : a
         let count = buffer.withUnsafeMutableBytes { read(from, $0.baseAddress, $0.count) }
-        if count <= 0 { return }
-        guard state.withLock({ $0.mode }) == .pass else { continue }
+        let passing = state.withLock({ $0.mode }) == .pass
+        if count <= 0 {
+          // Passed on (both close) unless the link is partitioned and the other side still
+          // open: then that side hears nothing more (poll ignores a negative descriptor).
+          if passing || ended[1 - index] { return }
+          ended[index] = true
+          fds[index].fd = -1
+          continue
+        }
+        guard passing, !ended[1 - index] else { continue }
         var sent = 0
         while sent < count {
           let written = buffer.withUnsafeBytes { send(to, $0.baseAddress! + sent, count - sent, Int32(MSG_NOSIGNAL)) }
