@@ -307,7 +307,14 @@ struct FileCLITests {
       ])
     try await alice.expect("connected", where: named("bob"))
     alice.send("/send bob \"\(source)/photo one.jpg\"")
-    let offer = try await bob.expect("offer", where: named("alice"))
+    let offer: JSONObject
+    do {
+      offer = try await bob.expect("offer", where: named("alice"))
+    } catch {
+      // bob's side is in the error; alice's says whether she saw the session suspended.
+      print("alice:", alice.unconsumed.joined(separator: "\n"))
+      throw error
+    }
     let id = offer["id"] as! String
     bob.send("/transfers")
     let listed = try await bob.expect("transfers")
