@@ -21,13 +21,16 @@ extension NearbySession {
   /// - Parameters:
   ///   - paths: files and folders; a folder is sent with everything below it (symbolic
   ///     links, devices and the like are left out: ``OutgoingTransfer/skipped``).
-  ///   - peer: a connected peer, or one reached through a relay.
+  ///   - peer: a connected peer, one reached through a relay, or one whose session is
+  ///     reconnecting (the offer goes out when it is back).
   /// - Returns: the transfer, once the offer is on its way.
   /// - Throws: ``TransferError`` when the peer cannot be reached or does not take files, or a
   ///   path cannot be sent.
   public func sendFiles(at paths: [String], to peer: PeerID) async throws(TransferError) -> OutgoingTransfer {
     guard state == .running, !shutdownRequested else { throw .notRunning }
-    if case .failure(let error) = machine.transferRoute(to: peer) { throw .peerUnavailable(error.description) }
+    // A peer whose session is reconnecting gets the offer when the session is back, as
+    // transfers under way resume then (refusing it was "not connected" during a blip).
+    if case .failure(let error) = machine.transferRoute(to: peer), !machine.isSuspended(peer) { throw .peerUnavailable(error.description) }
     let arguments = paths.map(OfferBuilder.absolutePath)
     if let existing = files.outgoing.values.first(where: { $0.peer.id == peer && !$0.state.isFinished && $0.record.arguments == arguments }) {
       return existing.handle

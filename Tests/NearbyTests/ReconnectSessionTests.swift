@@ -89,6 +89,25 @@ struct ReconnectSessionTests {
     try await pair.stop()
   }
 
+  @Test func filesSentWhileTheSessionReconnectsAreOfferedWhenItIsBack() async throws {
+    let pair = try await Self.pair()
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/during.bin", size: 30_000, seed: 9)
+    pair.link.set(.partition)
+    let bob = pair.bob.peer
+    _ = try await pair.alice.expect("reconnecting", within: .seconds(5)) { if case .reconnecting(bob, _) = $0 { true } else { nil } }
+    // Taken while there is no connection (it was refused: "bob is not connected").
+    let transfer = try await pair.alice.session.sendFiles(at: [source + "/during.bin"], to: bob.id)
+    pair.link.set(.pass)
+    let offer = try await pair.bob.expectOffer(within: .seconds(15))
+    #expect(offer.id == transfer.id)
+    let downloads = FileFixtures.folder()
+    try await offer.accept(into: downloads)
+    #expect(await transfer.result() == .completed)
+    #expect(FileFixtures.blake2b(downloads + "/during.bin") == FileFixtures.blake2b(source + "/during.bin"))
+    try await pair.stop()
+  }
+
   @Test func cutConnectionsWhileBothSideSendKeepEveryMessageOnceInOrder() async throws {
     let pair = try await Self.pair()
     let count = 600
