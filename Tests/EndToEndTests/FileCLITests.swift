@@ -217,7 +217,13 @@ struct FileCLITests {
       ["--accept-files", "all", "--only", "*.jpg", "--only", "trip/notes.txt"])
     try await bob.expect("ready")
     let alice = try Self.send("alice", service, to: "bob", [source + "/trip"])
-    let done = try await bob.expect("transfer-done", within: .seconds(60))
+    let done: JSONObject
+    do {
+      done = try await bob.expect("transfer-done", within: .seconds(60))
+    } catch {
+      print("alice:", alice.unconsumed.joined(separator: "\n"))
+      throw error
+    }
     #expect(await bob.wait() == 0)
     #expect(await alice.wait() == 0)
     let names = (done["files"] as? [[String: Any]])?.compactMap { $0["name"] as? String }
