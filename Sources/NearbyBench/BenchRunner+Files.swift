@@ -358,10 +358,7 @@ enum BenchFiles {
 
   /// Runs blocking work on a thread of its own.
   static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    let result: Result<T, any Error> = await withCheckedContinuation { continuation in
-      Thread { continuation.resume(returning: Result { try work() }) }.start()
-    }
-    return try result.get()
+    try await Thread.offPool(work)
   }
 
   static func write(_ path: String, size: Int) throws {

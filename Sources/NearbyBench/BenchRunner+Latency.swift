@@ -47,26 +47,26 @@ extension BenchRunner {
       pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: polling).map(\.time)
       pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false).map(\.time)
       pooledPollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false, busyPoll: polling).map(\.time)
-      rawTrips += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+      rawTrips += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
       // The same with one CPU kept busy by a thread that spins: on two CPUs the pair then
       // shares the other one, and a round trip costs CPU time rather than wake-ups.
       if Spinner.worthRunning {
         let spinner = Spinner()
         defer { spinner.stop() }  // also when a round trip fails: the thread must not spin on
         sharingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true).map(\.time)
-        rawSharingTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
+        rawSharingTimes += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
       }
       // Every thread of the process on CPU 0, and so both ends of each pair: a round trip
       // then costs exactly the CPU time of both ends, with no wake-up of an idle CPU.
       if Pinning.worthRunning, nearby_pin_process(0) == 0 {
         defer { _ = nearby_unpin_process() }  // also when a round trip fails
         pinnedTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true).map(\.time)
-        rawPinnedTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
+        rawPinnedTimes += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
       }
       // Each end on a CPU of its own: every message wakes the other CPU.
       if Pinning.worthRunning {
         separateTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, cpus: .separate).map(\.time)
-        rawSeparateTimes += RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks, cpus: .separate).map(\.time)
+        rawSeparateTimes += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks, cpus: .separate).map(\.time)
       }
     }
     let onLoop = Percentiles(onLoopTrips.map(\.time))

@@ -37,9 +37,9 @@ extension BenchRunner {
           try await loopback.drop(percent: 0)
           oursRounds.append(rate)
           resumed += reconnections
-          let sockets = await RawTCP.pairOffThePool()
+          let sockets = await Thread.offPool { RawTCP.pair() }
           try await loopback.drop(percent: percent)
-          rawRounds.append(await RawTCP.goodputOffThePool(sockets, seconds: seconds, chunk: 65_536))
+          rawRounds.append(await Thread.offPool { RawTCP.goodput(sockets, seconds: seconds, chunk: 65_536) })
           try await loopback.drop(percent: 0)
         }
         let ours = oursRounds.sorted()[rounds / 2]
@@ -190,20 +190,6 @@ final class Counter: Sendable {
 }
 
 extension RawTCP {
-  /// ``pair()`` on a thread of its own (accept blocks).
-  static func pairOffThePool() async -> (Int32, Int32) {
-    await withCheckedContinuation { continuation in
-      Thread { continuation.resume(returning: pair()) }.start()
-    }
-  }
-
-  /// ``goodput(_:seconds:chunk:)`` on a thread of its own (it blocks).
-  static func goodputOffThePool(_ sockets: (Int32, Int32), seconds: Int, chunk: Int) async -> Double {
-    await withCheckedContinuation { continuation in
-      Thread { continuation.resume(returning: goodput(sockets, seconds: seconds, chunk: chunk)) }.start()
-    }
-  }
-
   /// Bytes per second (in MB/s) that one blocking writer gets through a connected pair to
   /// one reader in `seconds`, writing `chunk` bytes at a time; closes both.
   static func goodput(_ sockets: (Int32, Int32), seconds: Int, chunk: Int) -> Double {

@@ -70,12 +70,12 @@ extension BenchRunner {
       ]
     }
     let smallFrame = frame(body: 64)
-    let rawSmall = RawTCP.oneWay(frame: smallFrame, count: smallCount, batchBytes: nil)
-    let rawSmallBatched = RawTCP.oneWay(frame: smallFrame, count: smallCount, batchBytes: 1 << 20)
+    let rawSmall = await Thread.offPool { RawTCP.oneWay(frame: smallFrame, count: smallCount, batchBytes: nil) }
+    let rawSmallBatched = await Thread.offPool { RawTCP.oneWay(frame: smallFrame, count: smallCount, batchBytes: 1 << 20) }
     let large = try await oneWay(size: 65_536, count: largeCount)
     let largeFrame = frame(body: 65_536)
-    let rawLargeBatched = RawTCP.oneWay(frame: largeFrame, count: largeCount, batchBytes: 1 << 20)
-    let rawLarge = RawTCP.oneWay(frame: largeFrame, count: largeCount, batchBytes: nil)
+    let rawLargeBatched = await Thread.offPool { RawTCP.oneWay(frame: largeFrame, count: largeCount, batchBytes: 1 << 20) }
+    let rawLarge = await Thread.offPool { RawTCP.oneWay(frame: largeFrame, count: largeCount, batchBytes: nil) }
     func rate(_ count: Int, _ time: Duration) -> Double { Double(count) / time.seconds }
     func megabytes(_ count: Int, _ time: Duration) -> Double { Double(count * 65_536) / time.seconds / 1e6 }
     // The ceiling of the encrypted stream: every byte is sealed on one core (and opened on

@@ -6,8 +6,9 @@ import Synchronization
   import Glibc
 #endif
 
-/// Blocking-socket baselines: what plain TCP does with the same bytes, on threads of their
-/// own (they block, so they never run on the cooperative pool).
+/// Blocking-socket baselines: what plain TCP does with the same bytes. They block, so their
+/// callers run them on threads of their own (``Thread/offPool(_:)``), never on Swift's
+/// cooperative pool.
 enum RawTCP {
   /// A connected pair of blocking TCP sockets on loopback.
   static func pair() -> (Int32, Int32) {
@@ -53,11 +54,16 @@ enum RawTCP {
     return true
   }
 
-  /// Ping-pong of `frame` (the bytes of one MESSAGE frame): the calling thread asks, a thread
-  /// of its own answers. With `cpus`, the asking end is a thread of its own (the calling
-  /// thread may be one of Swift's pool, which must not stay pinned) and each end is pinned to
-  /// its CPU.
-  static func pingPong(frame: [UInt8], rounds: Int, cpus: EndCPUs? = nil) -> [RoundTrip] {
+  /// Ping-pong of `frame` (the bytes of one MESSAGE frame) between two threads of its own,
+  /// as the two ends of a plain TCP program are (and as a session's two I/O threads are).
+  /// With `cpus`, each end is pinned to its CPU. (The asking end used to be the calling
+  /// thread, one of Swift's cooperative pool, blocked for the whole run.)
+  static func pingPong(frame: [UInt8], rounds: Int, cpus: EndCPUs? = nil) async -> [RoundTrip] {
+    await Thread.offPool { pingPongOnThisThread(frame: frame, rounds: rounds, cpus: cpus) }
+  }
+
+  /// ``pingPong(frame:rounds:cpus:)``, the calling thread asking (it blocks).
+  private static func pingPongOnThisThread(frame: [UInt8], rounds: Int, cpus: EndCPUs?) -> [RoundTrip] {
     let (a, b) = pair()
     defer {
       close(a)
@@ -75,29 +81,18 @@ enum RawTCP {
     }
     echo.start()
     defer { echo.join() }
-    func ask() -> [RoundTrip] {
-      var trips: [RoundTrip] = []
-      trips.reserveCapacity(rounds)
-      var buffer = [UInt8](repeating: 0, count: frame.count)
-      let clock = ContinuousClock()
-      for _ in 0..<rounds {
-        let start = clock.now
-        frame.withUnsafeBytes { writeAll(a, $0.baseAddress!, $0.count) }
-        _ = buffer.withUnsafeMutableBytes { readExactly(a, $0.baseAddress!, $0.count) }
-        trips.append(RoundTrip(time: clock.now - start, sharedCPU: echoCPU.isCurrent))
-      }
-      return trips
+    if let cpus { _ = nearby_pin_thread(cpus.asking) }
+    var trips: [RoundTrip] = []
+    trips.reserveCapacity(rounds)
+    var buffer = [UInt8](repeating: 0, count: frame.count)
+    let clock = ContinuousClock()
+    for _ in 0..<rounds {
+      let start = clock.now
+      frame.withUnsafeBytes { writeAll(a, $0.baseAddress!, $0.count) }
+      _ = buffer.withUnsafeMutableBytes { readExactly(a, $0.baseAddress!, $0.count) }
+      trips.append(RoundTrip(time: clock.now - start, sharedCPU: echoCPU.isCurrent))
     }
-    guard let cpus else { return ask() }
-    let trips = Mutex<[RoundTrip]>([])
-    let asker = Thread {
-      _ = nearby_pin_thread(cpus.asking)
-      let asked = ask()
-      trips.withLock { $0 = asked }
-    }
-    asker.start()
-    asker.join()
-    return trips.withLock { $0 }
+    return trips
   }
 
   /// What a one-way run took: the time from the first write to the last byte read, and the
@@ -201,4 +196,25 @@ final class Thread: @unchecked Sendable {
       }, box.toOpaque())
   }
   func join() { pthread_join(thread, nil) }
+
+  /// Runs blocking work on a thread of its own, which ends with it (detached: nobody joins
+  /// it), and returns its result: blocking one of Swift's cooperative threads (two here)
+  /// would stall every task.
+  static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+      let thread = Thread { continuation.resume(returning: work()) }
+      thread.start()
+      pthread_detach(thread.thread)
+    }
+  }
+
+  /// ``offPool(_:)`` for work that throws.
+  static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+      let thread = Thread { continuation.resume(returning: Result { try work() }) }
+      thread.start()
+      pthread_detach(thread.thread)
+    }
+    return try result.get()
+  }
 }

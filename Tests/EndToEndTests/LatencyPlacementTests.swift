@@ -10,8 +10,8 @@ struct LatencyPlacementTests {
   static let frame = [UInt8](repeating: 0x61, count: 80)
 
   @Test(arguments: [EndCPUs(asking: 0, answering: 1), EndCPUs(asking: 1, answering: 1)])
-  func rawTCPEndsRunWhereTheyArePinned(cpus: EndCPUs) {
-    let trips = RawTCP.pingPong(frame: Self.frame, rounds: 200, cpus: cpus)
+  func rawTCPEndsRunWhereTheyArePinned(cpus: EndCPUs) async {
+    let trips = await RawTCP.pingPong(frame: Self.frame, rounds: 200, cpus: cpus)
     #expect(trips.count == 200)
     #expect(BenchRunner.shareOnOneCPU(trips) == (cpus.asking == cpus.answering ? 100 : 0))
   }
