@@ -135,7 +135,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTransportTests",
-      dependencies: ["NearbyTransport", "NearbyCore", "NearbyCrypto", "NearbyTestSupport"],
+      dependencies: ["NearbyTransport", "NearbyCore", "NearbyCrypto", "NearbyTestSupport", "CNearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(

@@ -150,6 +150,12 @@ int nearby_pin_process(int cpu) {
 
 int nearby_current_cpu(void) { return sched_getcpu(); }
 
+int nearby_allowed_cpus(void) {
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof(cpu_set_t), &cpus) != 0) return -1;
+  return CPU_COUNT(&cpus);
+}
+
 int nearby_pin_thread(int cpu) {
   if (cpu < 0 || cpu >= CPU_SETSIZE) {
     errno = EINVAL;

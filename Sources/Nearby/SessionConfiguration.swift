@@ -26,15 +26,21 @@ public struct SessionConfiguration: Sendable {
   /// Adaptive busy polling: after it handled something, the session's I/O thread polls up
   /// to this long before it sleeps, so that an answer arriving meanwhile costs no wake-up —
   /// but only while its recent events came within that time of its starting to wait (a
-  /// conversation of requests and answers); otherwise it sleeps at once. While it polls it
-  /// yields its CPU to any other thread that wants it. Waking a thread that sleeps on
-  /// another CPU costs tens of microseconds on small virtual machines, more than a whole
-  /// round trip on loopback: with 200 µs, round trips of requests and answers on loopback
-  /// took a third to a quarter of the time here. The price is CPU time during such
-  /// exchanges (a peer that answers every 100 µs keeps a thread polling), which is why it
-  /// is off by default. At most one fewer loop than there are CPUs polls at a time in one
-  /// process. Zero (the default): never poll.
-  public var busyPoll: Duration = .zero
+  /// conversation of requests and answers); otherwise it sleeps at once, so a chat between
+  /// people, or an idle session, never polls. While it polls it yields its CPU to any other
+  /// thread that wants it. At most one fewer loop than there are CPUs polls at a time in one
+  /// process, and a session made on a thread that may run on one CPU only (`taskset -c 0`)
+  /// never polls.
+  ///
+  /// Why it is on by default: waking a thread that sleeps on another CPU costs tens of
+  /// microseconds on small virtual machines, more than a whole round trip on loopback. On
+  /// the 2-vCPU machine of the README's table, round trips of 64 B requests and answers took
+  /// 21.6 and 23.7 µs with 200 µs against 86.3 and 83.6 µs without (two runs of
+  /// `nearby bench --only latency`), and the process spent less CPU time per round trip,
+  /// not more (49.6 and 53.7 µs against 75.0 and 75.7 µs): the wake-ups cost more than the
+  /// polling. The price is a busy CPU while a peer answers just under the window apart (one
+  /// every 150 µs keeps a thread polling all the time). Zero: never poll.
+  public var busyPoll: Duration = .microseconds(200)
   /// The most bytes queued for one connection; ``NearbySession/send(_:to:)`` waits beyond.
   public var maximumQueuedBytes = 4 << 20
   /// Received messages from one connection that the application has not taken yet: beyond

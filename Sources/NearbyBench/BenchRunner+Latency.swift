@@ -11,12 +11,12 @@ extension BenchRunner {
     let rounds = quick ? 1000 : 10_000
     let blocks = 5
     progress(
-      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor; the same with busy polling; events in an ordinary task, without and with; raw TCP; on two CPUs, with one kept busy; everything pinned to one CPU; each end pinned to a CPU of its own), in \(blocks) interleaved blocks"
+      "latency: \(rounds) round trips of a 64-byte message each way (events on the session's executor, with the default configuration's busy polling and without; events in an ordinary task, with and without; raw TCP; on two CPUs, with one kept busy; everything pinned to one CPU; each end pinned to a CPU of its own), in \(blocks) interleaved blocks"
     )
     if let profile = getenv("NEARBY_BENCH_PROFILE"), String(cString: profile) == "latency" {
       // Profiling our side only: round trips with events on the session's executor
-      // (NEARBY_BENCH_POLL=200: busy polling for up to 200 µs; NEARBY_BENCH_SEPARATE=1: each
-      // end's I/O thread on a CPU of its own).
+      // (NEARBY_BENCH_POLL=0: no busy polling, 200: up to 200 µs, unset: the default;
+      // NEARBY_BENCH_SEPARATE=1: each end's I/O thread on a CPU of its own).
       let poll = getenv("NEARBY_BENCH_POLL").map { Duration.microseconds(Int64(atoi($0))) }
       let separate = getenv("NEARBY_BENCH_SEPARATE").map { atoi($0) != 0 } ?? false
       let times = Percentiles(try await roundTrips(rounds, onSessionExecutor: true, busyPoll: poll, cpus: separate ? .separate : nil).map(\.time))
@@ -29,11 +29,10 @@ extension BenchRunner {
     // Interleaved blocks, each with fresh threads and sockets: where the scheduler puts a pair
     // of threads changes round trips several-fold on a small virtual machine, and each side
     // should see the same mix of placements.
-    let polling = Duration.microseconds(200)
     var onLoopTrips: [RoundTrip] = []
-    var pollingTimes: [Duration] = []
+    var quietTrips: [RoundTrip] = []
     var pooledTimes: [Duration] = []
-    var pooledPollingTimes: [Duration] = []
+    var pooledQuietTimes: [Duration] = []
     var rawTrips: [RoundTrip] = []
     var sharingTimes: [Duration] = []
     var rawSharingTimes: [Duration] = []
@@ -41,13 +40,17 @@ extension BenchRunner {
     var rawPinnedTimes: [Duration] = []
     var separateTimes: [Duration] = []
     var rawSeparateTimes: [Duration] = []
+    // The process's CPU time per round trip (both ends: all of it is in this process).
+    let onLoopCPU = CPUTally()
+    let quietCPU = CPUTally()
+    let rawCPU = CPUTally()
     let rawFrame = frame(body: 64)
     for _ in 0..<blocks {
-      onLoopTrips += try await roundTrips(rounds / blocks, onSessionExecutor: true)
-      pollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: polling).map(\.time)
+      onLoopTrips += try await roundTrips(rounds / blocks, onSessionExecutor: true, cpu: onLoopCPU)
+      quietTrips += try await roundTrips(rounds / blocks, onSessionExecutor: true, busyPoll: .zero, cpu: quietCPU)
       pooledTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false).map(\.time)
-      pooledPollingTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false, busyPoll: polling).map(\.time)
-      rawTrips += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks)
+      pooledQuietTimes += try await roundTrips(rounds / blocks, onSessionExecutor: false, busyPoll: .zero).map(\.time)
+      rawTrips += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks, cpu: rawCPU)
       // The same with one CPU kept busy by a thread that spins: on two CPUs the pair then
       // shares the other one, and a round trip costs CPU time rather than wake-ups.
       if Spinner.worthRunning {
@@ -57,40 +60,46 @@ extension BenchRunner {
         rawSharingTimes += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
       }
       // Every thread of the process on CPU 0, and so both ends of each pair: a round trip
-      // then costs exactly the CPU time of both ends, with no wake-up of an idle CPU.
+      // then costs exactly the CPU time of both ends, with no wake-up of an idle CPU (and
+      // no busy polling: a loop made on one CPU never polls).
       if Pinning.worthRunning, nearby_pin_process(0) == 0 {
         defer { _ = nearby_unpin_process() }  // also when a round trip fails
         pinnedTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true).map(\.time)
         rawPinnedTimes += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks).map(\.time)
       }
-      // Each end on a CPU of its own: every message wakes the other CPU.
+      // Each end on a CPU of its own: every message wakes the other CPU, unless it polls.
       if Pinning.worthRunning {
         separateTimes += try await roundTrips(rounds / blocks, onSessionExecutor: true, cpus: .separate).map(\.time)
         rawSeparateTimes += await RawTCP.pingPong(frame: rawFrame, rounds: rounds / blocks, cpus: .separate).map(\.time)
       }
     }
     let onLoop = Percentiles(onLoopTrips.map(\.time))
-    let rawTimes = rawTrips.map(\.time)
-    let polled = Percentiles(pollingTimes)
+    let quiet = Percentiles(quietTrips.map(\.time))
     let pooled = Percentiles(pooledTimes)
-    let pooledPolled = Percentiles(pooledPollingTimes)
-    let raw = Percentiles(rawTimes)
+    let pooledQuiet = Percentiles(pooledQuietTimes)
+    let raw = Percentiles(rawTrips.map(\.time))
     func row(_ figure: String, _ ours: Duration, _ theirs: Duration) -> BenchmarkResult {
       BenchmarkResult(
         name: "latency", figure: figure, unit: "µs", ours: ours.microseconds, baseline: theirs.microseconds, baselineName: "raw TCP ping-pong",
         higherIsBetter: false)
     }
+    func share(_ figure: String, _ ours: [RoundTrip]) -> BenchmarkResult {
+      BenchmarkResult(
+        name: "latency", figure: figure, unit: "%", ours: Self.shareOnOneCPU(ours), baseline: Self.shareOnOneCPU(rawTrips),
+        baselineName: "raw TCP ping-pong", higherIsBetter: true)
+    }
     return [
       row("round trip 64 B, p50", onLoop.p50, raw.p50), row("round trip 64 B, p99", onLoop.p99, raw.p99),
       row("round trip 64 B, max", onLoop.max, raw.max),
-      row("round trip 64 B, p50, busy polling 200 µs", polled.p50, raw.p50),
-      row("round trip 64 B, p99, busy polling 200 µs", polled.p99, raw.p99),
+      row("round trip 64 B, p50, busy polling off", quiet.p50, raw.p50),
+      row("round trip 64 B, p99, busy polling off", quiet.p99, raw.p99),
       row("round trip 64 B, p50, events in an ordinary task", pooled.p50, raw.p50),
       row("round trip 64 B, p99, events in an ordinary task", pooled.p99, raw.p99),
-      row("round trip 64 B, p50, events in an ordinary task, busy polling 200 µs", pooledPolled.p50, raw.p50),
-      BenchmarkResult(
-        name: "latency", figure: "round trips of the first row with both ends on one CPU", unit: "%",
-        ours: Self.shareOnOneCPU(onLoopTrips), baseline: Self.shareOnOneCPU(rawTrips), baselineName: "raw TCP ping-pong", higherIsBetter: true),
+      row("round trip 64 B, p50, events in an ordinary task, busy polling off", pooledQuiet.p50, raw.p50),
+      row("CPU time per round trip, both ends (the first row)", onLoopCPU.perTrip, rawCPU.perTrip),
+      row("CPU time per round trip, both ends, busy polling off", quietCPU.perTrip, rawCPU.perTrip),
+      share("round trips of the first row with both ends on one CPU", onLoopTrips),
+      share("round trips with both ends on one CPU, busy polling off", quietTrips),
     ] + sharingRows(sharingTimes, rawSharingTimes) + pinnedRows(pinnedTimes, rawPinnedTimes)
       + comparedRows(separateTimes, rawSeparateTimes, "both ends on separate CPUs", baseline: "raw TCP ping-pong, placed the same way")
   }
@@ -129,8 +138,11 @@ extension BenchRunner {
   /// `events` in tasks that prefer their session's executor (the recommended way: no thread
   /// switch per event); otherwise in ordinary tasks on Swift's thread pool.
   /// `busyPoll` nil: the configuration's default. With `cpus` (only on the session's
-  /// executor), each session's I/O thread is pinned to its CPU: A asks, B answers.
-  func roundTrips(_ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration? = nil, cpus: EndCPUs? = nil) async throws -> [RoundTrip] {
+  /// executor), each session's I/O thread is pinned to its CPU: A asks, B answers. `cpu`
+  /// adds the process's CPU time over the measured round trips.
+  func roundTrips(
+    _ rounds: Int, onSessionExecutor: Bool, busyPoll: Duration? = nil, cpus: EndCPUs? = nil, cpu: CPUTally? = nil
+  ) async throws -> [RoundTrip] {
     precondition(cpus == nil || onSessionExecutor, "only a session's own I/O thread may be pinned")
     let (a, b) = try await pair(busyPoll: busyPoll)
     let body = [UInt8](repeating: 0x62, count: 64)
@@ -159,7 +171,9 @@ extension BenchRunner {
       var trips: [RoundTrip] = []
       trips.reserveCapacity(rounds + 100)
       let clock = ContinuousClock()
-      for _ in 0..<rounds + 100 {
+      var cpuStart = Duration.zero
+      for index in 0..<rounds + 100 {
+        if index == 100 { cpuStart = CPUTally.processTime() }  // after the warm-up
         let start = clock.now
         _ = try? await aSession.send(body, to: .peer(bID))
         while let event = await events.next() {
@@ -167,6 +181,7 @@ extension BenchRunner {
         }
         trips.append(RoundTrip(time: clock.now - start, sharedCPU: echoCPU.isCurrent))
       }
+      cpu?.add(CPUTally.processTime() - cpuStart, trips: rounds)
       return trips
     }
     let trips = await measure.value
@@ -190,6 +205,28 @@ struct EndCPUs: Sendable, Equatable {
   var answering: Int32
   /// Each end on a CPU of its own: every message wakes the other CPU.
   static let separate = EndCPUs(asking: 0, answering: 1)
+}
+
+/// CPU time of the whole process over measured round trips, and how many there were.
+final class CPUTally: Sendable {
+  private let state = Mutex<(time: Duration, trips: Int)>((.zero, 0))
+
+  func add(_ time: Duration, trips: Int) {
+    state.withLock {
+      $0.time += time
+      $0.trips += trips
+    }
+  }
+
+  /// Zero before any round trip.
+  var perTrip: Duration { state.withLock { $0.trips == 0 ? .zero : $0.time / $0.trips } }
+
+  /// The CPU time of every thread of this process so far.
+  static func processTime() -> Duration {
+    var spec = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &spec)
+    return .seconds(spec.tv_sec) + .nanoseconds(spec.tv_nsec)
+  }
 }
 
 /// The CPU the answering end last ran on, for the asking end to compare with its own.

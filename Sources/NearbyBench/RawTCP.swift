@@ -58,8 +58,14 @@ enum RawTCP {
   /// as the two ends of a plain TCP program are (and as a session's two I/O threads are).
   /// With `cpus`, each end is pinned to its CPU. (The asking end used to be the calling
   /// thread, one of Swift's cooperative pool, blocked for the whole run.)
-  static func pingPong(frame: [UInt8], rounds: Int, cpus: EndCPUs? = nil) async -> [RoundTrip] {
-    await Thread.offPool { pingPongOnThisThread(frame: frame, rounds: rounds, cpus: cpus) }
+  /// `cpu` adds the process's CPU time over the round trips.
+  static func pingPong(frame: [UInt8], rounds: Int, cpus: EndCPUs? = nil, cpu: CPUTally? = nil) async -> [RoundTrip] {
+    await Thread.offPool {
+      let start = CPUTally.processTime()
+      let trips = pingPongOnThisThread(frame: frame, rounds: rounds, cpus: cpus)
+      cpu?.add(CPUTally.processTime() - start, trips: trips.count)
+      return trips
+    }
   }
 
   /// ``pingPong(frame:rounds:cpus:)``, the calling thread asking (it blocks).

@@ -266,6 +266,18 @@ public enum NearbyCommands {
     }
     public static let connectFound = Flag("connect-found", help: "Invite every peer found on the network.")
     public static let connect = Common.connect(help: "Invite the peer or relay listening there (repeatable).")
+    /// `SessionConfiguration.busyPoll`, in microseconds.
+    public static let busyPoll = Option<Int>(
+      OptionSpec(
+        "busy-poll", .value(name: "MICROSECONDS"),
+        help: "After traffic, poll this long for more before sleeping, while it comes that fast: no wake-ups, one busy CPU (0: never).",
+        default: "200")
+    ) { text throws(OptionValueError) in
+      guard let value = Int(text), (0...1_000_000).contains(value) else {
+        throw OptionValueError("give a number of microseconds from 0 (never poll) to 1000000")
+      }
+      return value
+    }
     public static let logLevel = Option<String>(
       OptionSpec(
         "log-level", .value(name: "LEVEL"), help: "The least important log lines to print.", default: "info",
@@ -363,7 +375,8 @@ public enum NearbyCommands {
         """,
       options: [
         name.spec, Common.service.spec, accept.spec, allow.spec, maximumPeers.spec, connectFound.spec, connect.spec,
-        Common.reconnectGrace.spec, Common.port.spec, logLevel.spec, statsInterval.spec, federate.spec, site.spec, natsCredentials.spec,
+        Common.reconnectGrace.spec, Common.port.spec, busyPoll.spec, logLevel.spec, statsInterval.spec, federate.spec, site.spec,
+        natsCredentials.spec,
         natsTrustedCertificates.spec, queueMaximumAge.spec, queueMaximumBytes.spec, presenceTTL.spec, natsReplicas.spec,
         Common.stateDirectory.spec,
       ],

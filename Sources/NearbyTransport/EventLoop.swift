@@ -87,10 +87,12 @@ package final class EventLoop: @unchecked Sendable {
   @exclusivity(unchecked) private var timers: [Timer] = []
   /// Whether to poll after activity (adaptive busy polling).
   @exclusivity(unchecked) private var pollPolicy: BusyPollPolicy
+  /// The longest the loop polls after activity (zero: it never polls).
+  package let busyPollWindow: Duration
   /// Loops of this process polling right now: at most one fewer than there are CPUs, so that
-  /// polling threads never take every CPU from the others.
+  /// polling threads never take every CPU from the others (none on one CPU).
   private static let pollingLoops = Atomic<Int>(0)
-  private static let maximumPollingLoops = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)
+  private static let maximumPollingLoops = max(0, sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1)
   @exclusivity(unchecked) private var nextTimerID: UInt64 = 1
   /// Counts the loop's iterations (a clock that costs nothing to read: a connection tells
   /// from it whether its reads come back to back).
@@ -102,11 +104,15 @@ package final class EventLoop: @unchecked Sendable {
   /// - Throws: ``SystemError`` when epoll, eventfd or the thread cannot be created.
   /// - Parameter busyPoll: after handling something, poll up to this long before sleeping,
   ///   while the next event has recently come within that time (see
-  ///   ``SessionConfiguration/busyPoll``); zero (the default) sleeps at once.
+  ///   ``SessionConfiguration/busyPoll``, 200 µs by default for a session); zero (the default
+  ///   here) sleeps at once. Ignored when the calling thread may run on one CPU only
+  ///   (`taskset -c 0`, say): the loop's thread inherits that, and a thread that polls there
+  ///   only delays the peer it waits for.
   package init(name: String = "nearby-io", busyPoll: Duration = .zero) throws(SystemError) {
     _ = ignoreSIGPIPE
     self.name = name
-    self.pollPolicy = BusyPollPolicy(window: busyPoll)
+    self.busyPollWindow = nearby_allowed_cpus() == 1 ? .zero : busyPoll
+    self.pollPolicy = BusyPollPolicy(window: busyPollWindow)
     let epoll = nearby_epoll_create()
     guard epoll >= 0 else { throw SystemError("epoll_create1", errno: errno) }
     let wake = nearby_eventfd()

@@ -17,6 +17,7 @@ struct RelayTool: Tool {
   let level: RelayService.LogLevel
   let statsInterval: Duration?
   let maximumPeers: Int?
+  let busyPoll: Duration?
   let connect: [Endpoint]
   let connectFound: Bool
   let allowFile: String?
@@ -32,6 +33,7 @@ struct RelayTool: Tool {
     let interval = try parsed.value(Options.statsInterval, default: .seconds(60))
     statsInterval = interval == .zero ? nil : interval
     maximumPeers = try parsed.value(Options.maximumPeers)
+    busyPoll = try parsed.value(Options.busyPoll).map { .microseconds($0) }
     connect = try parsed.values(Options.connect)
     connectFound = parsed.isSet(Options.connectFound)
     allowFile = try parsed.value(Options.allow)
@@ -80,6 +82,7 @@ struct RelayTool: Tool {
         configuration.acceptPolicy = allowFile != nil || acceptNone ? .none : .all
         configuration.allowList = allowList
         configuration.maximumPeers = maximumPeers
+        if let busyPoll { configuration.busyPoll = busyPoll }
         configuration.connectFound = connectFound
         // A relay serves many peers: allow more handshakes at once than a chat does.
         configuration.maximumPendingConnections = 256

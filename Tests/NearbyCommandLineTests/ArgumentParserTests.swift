@@ -60,6 +60,23 @@ struct ArgumentParserTests {
     #expect(parsed.value("timeout") == "-1")
   }
 
+  /// The relay's busy polling: microseconds from 0 (never) to a second, read once, typed.
+  @Test(arguments: [("0", 0 as Int?), ("200", 200), ("1000000", 1_000_000), ("-1", nil), ("1000001", nil), ("2e2", nil), ("", nil)])
+  func relayBusyPollTakesMicrosecondsInRange(text: String, expected: Int?) throws {
+    let parsed = try parser.parse(["relay", "--busy-poll", text])
+    if let expected {
+      #expect(try parsed.value(NearbyCommands.Relay.busyPoll) == expected)
+    } else {
+      #expect {
+        _ = try parsed.value(NearbyCommands.Relay.busyPoll)
+      } throws: { error in
+        guard case .usage(let message, _) = error as? CommandLineError else { return false }
+        return message == "invalid --busy-poll '\(text)': give a number of microseconds from 0 (never poll) to 1000000"
+      }
+    }
+    #expect(try parser.parse(["relay"]).value(NearbyCommands.Relay.busyPoll) == nil)
+  }
+
   @Test func helpTextListsEveryOptionWithItsDefault() {
     let help = HelpFormatter(root: NearbyCommands.root).help(["nearby", "chat"])
     for option in ["--name NAME", "--service TYPE", "--accept POLICY", "--allow ID,...", "--json", "--plain", "--state-dir DIR", "-h, --help"] {

@@ -1,3 +1,4 @@
+import CNearbySystem
 import Foundation
 import NearbyCore
 import NearbyCrypto
@@ -313,6 +314,38 @@ struct TransportTests {
     await loop.shutdown()
     await quiet.shutdown()
     await short.shutdown()
+  }
+
+  /// A loop made on a thread that may run on one CPU only (as under `taskset -c 0`) never
+  /// polls, whatever it was asked: its thread inherits that CPU, where polling only keeps
+  /// the peer it waits for from running. Made on a thread that may use several, it polls as
+  /// asked; and its thread keeps the CPUs it was made with.
+  @Test(.enabled(if: sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1, "needs two CPUs"))
+  func aLoopMadeOnOneCPUNeverPolls() async throws {
+    let (free, pinned) = await withCheckedContinuation { (continuation: CheckedContinuation<(EventLoop?, EventLoop?), Never>) in
+      // A thread of its own: a thread of Swift's pool must not stay pinned.
+      Thread.detachNewThread {
+        let free = try? EventLoop(name: "nb-poll-free", busyPoll: .microseconds(200))
+        let pinned = nearby_pin_thread(1) == 0 ? try? EventLoop(name: "nb-poll-pinned", busyPoll: .microseconds(200)) : nil
+        continuation.resume(returning: (free, pinned))
+      }
+    }
+    let freeLoop = try #require(free)
+    let pinnedLoop = try #require(pinned, "could not pin a thread to CPU 1")
+    #expect(freeLoop.busyPollWindow == .microseconds(200))
+    #expect(pinnedLoop.busyPollWindow == .zero)
+    let cpus = Mutex<[Int32]>([])
+    for _ in 0..<5 {
+      await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        pinnedLoop.execute {
+          cpus.withLock { $0.append(nearby_allowed_cpus()) }
+          done.resume()
+        }
+      }
+    }
+    #expect(cpus.withLock { $0 } == [1, 1, 1, 1, 1])
+    await freeLoop.shutdown()
+    await pinnedLoop.shutdown()
   }
 
 }

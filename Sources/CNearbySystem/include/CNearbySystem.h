@@ -79,6 +79,8 @@ int nearby_unpin_process(void);
 
 /// The CPU the calling thread runs on (sched_getcpu), or -1.
 int nearby_current_cpu(void);
+/// How many CPUs the calling thread may run on (sched_getaffinity); -1 on failure.
+int nearby_allowed_cpus(void);
 
 /// Pins the calling thread alone to CPU `cpu` (benchmarks: two ends kept on separate CPUs).
 /// Returns 0, or -1 with errno.
