@@ -189,19 +189,40 @@ enum RawTCP {
 /// A thread that can be joined (Foundation's Thread cannot).
 final class Thread: @unchecked Sendable {
   private var thread = pthread_t()
+  /// Whether ``start()`` made a thread that nobody joined or detached yet.
+  private var joinable = false
   private let body: () -> Void
   init(_ body: @escaping () -> Void) { self.body = body }
+  /// Starts the thread. The benchmark cannot go on without it: when none can be made, it
+  /// stops with the reason (rather than wait for ever for a thread that never ran).
   func start() {
     let box = Unmanaged.passRetained(self)
-    pthread_create(
+    let started = pthread_create(
       &thread, nil,
       { context in
         let owner = Unmanaged<Thread>.fromOpaque(context!).takeRetainedValue()
         owner.body()
         return nil
       }, box.toOpaque())
+    guard started == 0 else {
+      box.release()
+      fatalError("nearby bench: cannot start a thread: \(String(cString: strerror(started))) (errno \(started))")
+    }
+    joinable = true
   }
-  func join() { pthread_join(thread, nil) }
+  /// Waits for the body to end.
+  func join() {
+    guard joinable else { return }
+    joinable = false
+    pthread_join(thread, nil)
+  }
+
+  /// Lets the thread end on its own: nobody will join it.
+  func detach() {
+    guard joinable else { return }
+    joinable = false
+    pthread_detach(thread)
+  }
 
   /// Runs blocking work on a thread of its own, which ends with it (detached: nobody joins
   /// it), and returns its result: blocking one of Swift's cooperative threads (two here)
@@ -210,7 +231,7 @@ final class Thread: @unchecked Sendable {
     await withCheckedContinuation { continuation in
       let thread = Thread { continuation.resume(returning: work()) }
       thread.start()
-      pthread_detach(thread.thread)
+      thread.detach()
     }
   }
 
@@ -219,7 +240,7 @@ final class Thread: @unchecked Sendable {
     let result: Result<T, any Error> = await withCheckedContinuation { continuation in
       let thread = Thread { continuation.resume(returning: Result { try work() }) }
       thread.start()
-      pthread_detach(thread.thread)
+      thread.detach()
     }
     return try result.get()
   }
