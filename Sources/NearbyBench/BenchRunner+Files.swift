@@ -323,14 +323,17 @@ final class ResidentSampler: Sendable {
       $0.before = before
       $0.most = before
     }
-    Thread { [self] in
+    // Detached: `stop()` waits for `finished`, not for the thread.
+    let sampler = Thread { [self] in
       while state.withLock({ $0.running }) {
         let now = BenchFiles.memory(of: pid).resident
         state.withLock { $0.most = max($0.most, now) }
         usleep(10_000)
       }
       finished.signal()
-    }.start()
+    }
+    sampler.start()
+    sampler.detach()
   }
 
   /// Stops the sampling: bytes the resident memory grew by at most.
