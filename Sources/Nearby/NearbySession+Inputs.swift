@@ -268,7 +268,7 @@ extension NearbySession {
           // Acknowledgements come by the hundred (one DELIVERED answers a batch): they reach
           // the hub in one publish with the messages around them. (``emit(_:)`` has nothing
           // else to do for them.)
-          delivered.append((.session(event), nil))
+          delivered.append(EventHub.Publication(element: .session(event)))
           continue
         }
         flush(&delivered)
@@ -276,7 +276,7 @@ extension NearbySession {
       case .deliver(let message, let connection):
         let claim = MessageClaim(
           taken: TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue), bytes: message.body.count)
-        delivered.append((.session(.message(message)), claim))
+        delivered.append(EventHub.Publication(element: .session(.message(message)), claim: claim))
         if counting?.connection == connection {
           counting!.messages += 1
           counting!.bytes += claim.bytes
@@ -322,7 +322,7 @@ extension NearbySession {
   static var spareCapacity: Int { 4096 }
 
   /// Publishes a run of received messages at once (one lock of the hub per batch).
-  private func flush(_ delivered: inout [(HubEvent, MessageClaim?)]) {
+  private func flush(_ delivered: inout [EventHub.Publication]) {
     guard !delivered.isEmpty else { return }
     hub.publish(delivered)
     delivered.removeAll(keepingCapacity: true)

@@ -90,7 +90,7 @@ public actor NearbySession {
   nonisolated let shutdownGate = Gate()
   /// Storage kept between the per-message calls (see ``takeActions()``).
   @exclusivity(unchecked) var spareActions: [SessionAction] = []
-  @exclusivity(unchecked) var spareBatch: [(HubEvent, MessageClaim?)] = []
+  @exclusivity(unchecked) var spareBatch: [EventHub.Publication] = []
   /// The array ``acknowledgeTaken()`` swaps with the hub's settled claims.
   @exclusivity(unchecked) var spareClaims: [MessageClaim] = []
 

@@ -77,10 +77,10 @@ package final class EventLoop: @unchecked Sendable {
   // The stored properties below are `@exclusivity(unchecked)`: only the loop thread uses them,
   // and the runtime's check of every access to a class's property was about a tenth of the
   // instructions of a message's round trip (callgrind; see the README's benchmarks).
-  @exclusivity(unchecked) private var deferred: [() -> Void] = []
+  @exclusivity(unchecked) private var deferred: [Deferred] = []
   /// The deferred work being run, swapped with ``deferred`` (copying it and emptying the
   /// copy allocated a new array per iteration).
-  @exclusivity(unchecked) private var runningDeferred: [() -> Void] = []
+  @exclusivity(unchecked) private var runningDeferred: [Deferred] = []
   /// The work being run (swapped with the queue: no allocation per iteration).
   @exclusivity(unchecked) private var running: [Work] = []
   @exclusivity(unchecked) private var handlers: [Int32: any EventLoopHandler] = [:]
@@ -193,7 +193,23 @@ package final class EventLoop: @unchecked Sendable {
   /// to write once for all the frames queued during an iteration.
   package func afterIteration(_ work: @escaping () -> Void) {
     precondition(inLoop, "afterIteration must run on the event loop")
-    deferred.append(work)
+    deferred.append(.closure(work))
+  }
+
+  /// ``afterIteration(_:)`` for a connection's write of what it queued: the connection
+  /// itself is kept, not a closure that calls it (whose context was a heap allocation per
+  /// message sent, and a closure kept in an array of closures a second one, for the thunk
+  /// that adapts it to the array's element type).
+  func flushAfterIteration(_ connection: TCPConnection) {
+    precondition(inLoop, "flushAfterIteration must run on the event loop")
+    deferred.append(.flush(connection))
+  }
+
+  /// Work that runs after an iteration (an enum, not an array of closures: see
+  /// ``flushAfterIteration(_:)``).
+  private enum Deferred {
+    case closure(() -> Void)
+    case flush(TCPConnection)
   }
 
   /// Stops the loop after the work already queued, and waits for its thread to end.
@@ -358,7 +374,12 @@ package final class EventLoop: @unchecked Sendable {
     while !deferred.isEmpty {
       // The work may defer more: it goes to the emptied array, for the next round.
       swap(&deferred, &runningDeferred)
-      for item in runningDeferred { item() }
+      for item in runningDeferred {
+        switch item {
+        case .closure(let work): work()
+        case .flush(let connection): connection.flush()
+        }
+      }
       runningDeferred.removeAll(keepingCapacity: runningDeferred.capacity <= 1024)
     }
   }

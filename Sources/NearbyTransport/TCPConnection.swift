@@ -186,7 +186,7 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     if wake {
       if onLoop {
         // Everything queued during this loop iteration goes out in one write at its end.
-        loop.afterIteration { [self] in flush() }
+        loop.flushAfterIteration(self)
       } else {
         loop.execute { [self] in flush() }
       }

@@ -14,7 +14,7 @@ struct EventCursorTests {
   }
 
   static func publish(_ hub: EventHub, _ ids: Range<UInt64>) {
-    hub.publish(ids.map { (HubEvent.session(.status(.listening(port: UInt16($0)))), claim($0)) })
+    hub.publish(ids.map { EventHub.Publication(element: .session(.status(.listening(port: UInt16($0)))), claim: claim($0)) })
   }
 
   static func settled(_ hub: EventHub) -> [UInt64] {
