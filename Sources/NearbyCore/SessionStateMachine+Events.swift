@@ -31,8 +31,7 @@ extension SessionStateMachine {
         return
       }
       let removedDirect = peers[report.recipient]?.session.map { connections[$0]?.unacked.remove(report.messageID) == true } ?? false
-      let removedRelayed = relayPending[report.messageID]?.removeValue(forKey: report.recipient) != nil
-      if relayPending[report.messageID]?.isEmpty == true { relayPending[report.messageID] = nil }
+      let removedRelayed = relayedAnswered(report.messageID, by: report.recipient)
       guard removedDirect || removedRelayed else { return }
       noteFailed(report.messageID, report.recipient, .remote(report.reason), into: &actions)
     case .roster(let roster):

@@ -236,7 +236,11 @@ extension SessionStateMachine {
 
   /// A relay says one of our messages waits for an offline recipient.
   mutating func noteQueued(_ report: Frame.Undeliverable, into actions: inout [SessionAction]) {
-    guard relayPending[report.messageID]?[report.recipient] != nil, let peer = peers[report.recipient]?.peer else { return }
+    guard let route = relayPending[report.messageID]?[report.recipient], let peer = peers[report.recipient]?.peer else { return }
+    // The relay has the message, stored: our copy need not go again if the session with it
+    // resumes (it would only wait, for as long as the recipient stays offline, in the
+    // window that holds senders back).
+    forgetRelayed(report.messageID, on: route)
     actions.append(.emit(.queued(messageID: MessageID(rawValue: report.messageID), to: peer)))
   }
 }

@@ -289,7 +289,10 @@ extension SessionStateMachine {
       actions.append(.settled(report))
     }
     if !routing.direct.isEmpty { actions.append(.sendMessage(message, routing.direct)) }
-    for (envelope, route) in sealed { actions.append(.sendMessage(envelope, [route])) }
+    for (envelope, route) in sealed {
+      keepRelayed(envelope, on: route)
+      actions.append(.sendMessage(envelope, [route]))
+    }
     return (MessageID(rawValue: messageID), expected)
   }
 
@@ -325,6 +328,7 @@ extension SessionStateMachine {
       noteFailed(messageID, recipient, reason, into: &actions)
     }
     if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+    forgetRelayed(messageID, on: id)
   }
 
   /// Whether any message of ours waits for an answer.
@@ -403,7 +407,7 @@ extension SessionStateMachine {
         tampered("\(error.name): \(error)")
         return
       }
-      guard seen.insert(sender: message.sender, id: message.id) else {
+      guard seen.insert(sender: message.sender, id: message.id) || isResentByItsOrigin(message, on: id) else {
         relayStatistics.duplicatesDropped += 1
         return
       }
@@ -457,8 +461,7 @@ extension SessionStateMachine {
     for messageID in delivered.ids {
       if let direct, connections.values[direct].unacked.remove(messageID) {
         noteDelivered(messageID, peer, into: &actions)
-      } else if relayPending[messageID]?.removeValue(forKey: delivered.recipient) != nil {
-        if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+      } else if relayedAnswered(messageID, by: delivered.recipient) {
         noteDelivered(messageID, peer, into: &actions)
       }
     }

@@ -107,11 +107,12 @@ extension SessionStateMachine {
     for peerID in routing.suspended where (reconnection.sessions[peerID]?.suspension?.window.byteCount ?? 0) >= limit {
       full.append(peerID)
     }
-    return full
+    return full + fullRelayWindows(routing)
   }
 
   /// Whether a peer's resend window has room again.
   package func windowHasRoom(_ peerID: PeerID) -> Bool {
+    guard relayWindowHasRoom(peerID) else { return false }
     if let suspension = reconnection.sessions[peerID]?.suspension { return suspension.window.byteCount < configuration.resendWindowBytes }
     guard let session = peers[peerID]?.session, let bytes = connection(session, { $0.unacked.byteCount }) else { return true }
     return bytes < configuration.resendWindowBytes
@@ -160,7 +161,7 @@ extension SessionStateMachine {
     session.suspension = Suspension(
       deadline: now + configuration.reconnectGrace, cause: reason, window: window, nextAttempt: session.isConnector ? now : nil)
     reconnection.sessions[peerID] = session
-    relaySessionEnded(id, peerID: peerID, into: &actions)
+    relaySessionEnded(id, peerID: peerID, resuming: true, into: &actions)
     if session.isConnector {
       startReconnectAttempt(peerID, now: now, into: &actions)
     } else if let peer = peers[peerID]?.peer {
@@ -175,6 +176,7 @@ extension SessionStateMachine {
     reconnection.sessions[peerID] = nil
     if let peer = peers[peerID]?.peer { actions.append(.emit(.disconnected(peer, reason))) }
     for messageID in suspension.window.removeAll() { noteFailed(messageID, peerID, .connectionClosed(reason), into: &actions) }
+    relaySuspensionEnded(peerID, reason: reason, into: &actions)
     // What brings a relay back (or a found peer, with `connectFound`) is how it was lost.
     if case .local = reason {
       autoConnectAfterSession(peerID, reason: reason, now: now)
@@ -311,7 +313,7 @@ extension SessionStateMachine {
       wasSuspended = false
       updateConnection(old) { $0.unacked = ResendWindow() }
       peers[peerID]?.session = nil
-      relaySessionEnded(old, peerID: peerID, into: &actions)
+      relaySessionEnded(old, peerID: peerID, resuming: true, into: &actions)
       session.former.append(old)
       if session.former.count > Self.maximumFormerConnections { session.former.removeFirst() }
       reconnection.sessions[peerID] = session
@@ -363,6 +365,7 @@ extension SessionStateMachine {
       for message in missing { actions.append(.sendMessage(message, [id])) }
       updateConnection(id) { $0.machine?.noteSent(now: now) }
     }
+    resendRelayed(peerID, on: id, into: &actions)
     relaySessionEstablished(id, peerID: peerID, into: &actions)
   }
 

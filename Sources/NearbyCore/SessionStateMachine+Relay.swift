@@ -62,14 +62,13 @@ extension SessionStateMachine {
   }
 
   /// A session connection is gone: its routes go with it; a relay tells its other peers.
-  mutating func relaySessionEnded(_ id: ConnectionID, peerID: PeerID, into actions: inout [SessionAction]) {
-    // Messages we sent through this connection wait for nothing any more.
-    for (messageID, expected) in relayPending {
-      for (recipient, route) in expected where route == id {
-        relayPending[messageID]?[recipient] = nil
-        noteFailed(messageID, recipient, .connectionClosed(.connectionLost("the relay went away")), into: &actions)
-      }
-      if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+  /// With `resuming` (the session waits to resume, or moved to a new connection), what we
+  /// sent through it keeps waiting for its recipients' answers and goes again once the session
+  /// is back; otherwise it fails now.
+  mutating func relaySessionEnded(_ id: ConnectionID, peerID: PeerID, resuming: Bool = false, into actions: inout [SessionAction]) {
+    if !resuming {
+      failRelayed(through: id, reason: .connectionClosed(.connectionLost("the relay went away")), into: &actions)
+      relayInFlight[peerID] = nil
     }
     var changed: [PeerID] = []
     for (other, record) in peers where record.routes[id] != nil {

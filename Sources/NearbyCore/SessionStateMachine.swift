@@ -114,6 +114,9 @@ package struct SessionStateMachine: Sendable {
   var seen: SeenMessages
   /// Messages we sent through relays and their expected recipients → route.
   var relayPending: [UInt64: [PeerID: ConnectionID]] = [:]
+  /// What we sent through relays whose sessions can resume, per relay, until its recipients
+  /// answered (SessionStateMachine+RelayResend.swift).
+  var relayInFlight: [PeerID: RelayInFlight] = [:]
   /// Our own messages until every recipient has answered.
   var ledger = DeliveryLedger()
   /// Whether settled messages are reported (``SessionAction/settled(_:)``): only while the

@@ -104,6 +104,8 @@ struct FederationStateMachineTests {
     fed.run()
     let queued = fed.net.take(a)
     #expect(queued == ids.map { .queued(messageID: $0, to: Fixture.carol) })
+    // Stored by the relays: alice keeps no copy to send again (it would hold her back).
+    #expect(fed.net.nodes[a]!.relayCopiesKept == 0)
 
     fed.connect(c, to: Self.r2.id)
     fed.run()

@@ -1,0 +1,107 @@
+/// Messages on their way through a relay when the session with it is lost for a moment
+/// (PROTOCOL.md 6.5): the sender keeps each sealed copy until every recipient behind the relay
+/// answered, and sends it again when the session resumes. The relay passes on again what its
+/// origin sends again on its own session (``SessionStateMachine/isResentByItsOrigin(_:on:)``),
+/// and a recipient that already took it drops the copy and acknowledges it again. So a blip
+/// on the way to the relay neither loses a message nor reports it failed; only a relay that
+/// stays away past the grace (or ends the session) fails what waited for it.
+extension SessionStateMachine {
+  /// What we sent through one relay and its recipients have not answered yet.
+  struct RelayInFlight: Sendable {
+    /// The session's connection to the relay (the lost one while it waits to resume).
+    var connection: ConnectionID
+    /// The sealed messages, oldest first.
+    var window: ResendWindow
+
+    init(connection: ConnectionID) {
+      self.connection = connection
+      window = ResendWindow()
+      window.keepsMessages = true
+    }
+  }
+
+  /// How many sealed messages are kept for relays (diagnostics and tests).
+  package var relayCopiesKept: Int { relayInFlight.values.reduce(0) { $0 + $1.window.count } }
+
+  /// A sealed message went to a relay on `route`: kept until its recipients answer, when the
+  /// session with the relay can resume.
+  mutating func keepRelayed(_ envelope: Frame.Message, on route: ConnectionID) {
+    guard let relay = connection(route, { $0.peerID }) ?? nil, reconnection.sessions[relay]?.resumable == true else { return }
+    if relayInFlight[relay] == nil || relayInFlight[relay]?.connection != route { relayInFlight[relay] = RelayInFlight(connection: route) }
+    relayInFlight[relay]?.window.append(envelope)
+  }
+
+  /// A recipient reached through a relay answered (or failed). - Returns: whether it was
+  /// waiting. Once no recipient of the message waits on that relay, its copy is dropped.
+  @discardableResult
+  mutating func relayedAnswered(_ messageID: UInt64, by recipient: PeerID) -> Bool {
+    guard let route = relayPending[messageID]?.removeValue(forKey: recipient) else { return false }
+    if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+    if relayPending[messageID]?.values.contains(route) != true { forgetRelayed(messageID, on: route) }
+    return true
+  }
+
+  /// Drops the kept copy of a message sent through the relay on `route`.
+  mutating func forgetRelayed(_ messageID: UInt64, on route: ConnectionID) {
+    guard let relay = relayInFlight.first(where: { $0.value.connection == route })?.key else { return }
+    relayInFlight[relay]?.window.remove(messageID)
+  }
+
+  /// Fails every recipient still waiting for a message sent through the relay on `route`.
+  mutating func failRelayed(through route: ConnectionID, reason: UndeliveredReason, into actions: inout [SessionAction]) {
+    for (messageID, expected) in relayPending {
+      for (recipient, via) in expected where via == route {
+        relayPending[messageID]?[recipient] = nil
+        noteFailed(messageID, recipient, reason, into: &actions)
+      }
+      if relayPending[messageID]?.isEmpty == true { relayPending[messageID] = nil }
+    }
+  }
+
+  /// The session with `relay` resumed on `id`: what waited for its recipients is routed
+  /// there, and every kept copy goes again, oldest first.
+  mutating func resendRelayed(_ relay: PeerID, on id: ConnectionID, into actions: inout [SessionAction]) {
+    guard var inFlight = relayInFlight[relay] else { return }
+    let former = inFlight.connection
+    for (messageID, expected) in relayPending {
+      for (recipient, via) in expected where via == former { relayPending[messageID]?[recipient] = id }
+    }
+    inFlight.connection = id
+    relayInFlight[relay] = inFlight
+    for envelope in inFlight.window.messages(after: nil) { actions.append(.sendMessage(envelope, [id])) }
+  }
+
+  /// A session that waited to resume ended: what waited on its relay fails.
+  mutating func relaySuspensionEnded(_ relay: PeerID, reason: DisconnectReason, into actions: inout [SessionAction]) {
+    guard let inFlight = relayInFlight.removeValue(forKey: relay) else { return }
+    failRelayed(through: inFlight.connection, reason: .connectionClosed(reason), into: &actions)
+  }
+
+  /// The relays' kept copies that are over the resend window's limit: a sender whose message
+  /// goes through one of them waits (the recipients behind it answer too slowly).
+  func fullRelayWindows(_ routing: Routing) -> [PeerID] {
+    guard !relayInFlight.isEmpty else { return [] }
+    var full: [PeerID] = []
+    for route in Set(routing.relayed.values) {
+      if let (relay, inFlight) = relayInFlight.first(where: { $0.value.connection == route }),
+        inFlight.window.byteCount >= configuration.resendWindowBytes
+      {
+        full.append(relay)
+      }
+    }
+    return full.sorted()
+  }
+
+  /// Whether the copies kept for `relay` leave room for more.
+  func relayWindowHasRoom(_ relay: PeerID) -> Bool {
+    (relayInFlight[relay]?.window.byteCount ?? 0) < configuration.resendWindowBytes
+  }
+
+  /// A relay: whether `message`, already passed on once, comes again from its origin on the
+  /// origin's own session (it resent it after the session resumed: the first copy or its
+  /// receipt may have been lost with the connection). Such a copy is passed on again; copies
+  /// from anywhere else (another relay: a loop) are dropped.
+  mutating func isResentByItsOrigin(_ message: Frame.Message, on id: ConnectionID) -> Bool {
+    updateConnection(id, { $0.peerID }) == message.sender && updatePeer(message.sender, { $0.session }) == id
+  }
+}

@@ -1,0 +1,114 @@
+import NearbyCore
+import Testing
+
+/// Messages on their way through a relay when the session with it is lost for a moment
+/// (PROTOCOL.md 6.5, SessionStateMachine+RelayResend.swift): alice — r1 — carol on the
+/// simulated network, alice's link to the relay cut and healed.
+@Suite("Relay sessions that resume (simulated network, virtual clock)")
+struct RelayResumeTests {
+  let a = Fixture.aliceID
+  let c = Fixture.carolID
+  let r = RelayStateMachineTests.r1.id
+
+  func network(configure: (inout SessionStateMachine.Configuration) -> Void = { _ in }) -> SimulatedNetwork {
+    var net = SimulatedNetwork()
+    net.add(RelayStateMachineTests.r1, policy: .all) {
+      $0.capabilities = .relay
+      configure(&$0)
+    }
+    net.add(Fixture.alice, policy: .all, configure: configure)
+    net.add(Fixture.carol, policy: .all, configure: configure)
+    net.discoverAll()
+    net.act(a) { m, x, now in m.invite(RelayStateMachineTests.r1.id, context: [], now: now, into: &x) }
+    net.act(c) { m, x, now in m.invite(RelayStateMachineTests.r1.id, context: [], now: now, into: &x) }
+    net.run()
+    for id in net.nodes.keys { _ = net.take(id) }
+    return net
+  }
+
+  func send(_ net: inout SimulatedNetwork, _ text: String) -> MessageID? {
+    net.act(a) { m, x, now in try? m.sendMessage(Array(text.utf8), to: .peers([c]), timestamp: 0, now: now, into: &x).id }
+  }
+
+  @Test func aBlipOnTheWayToTheRelayLosesNothingAndFailsNothing() throws {
+    var net = network()
+    net.partition(a, r)
+    let cut = net.now
+    var ids = try (1...5).map { try #require(send(&net, "m\($0)")) }
+    var aliceEvents: [SessionEvent] = []
+    while net.now < cut + .seconds(8) {
+      net.advance(by: .milliseconds(100))
+      aliceEvents += net.take(a)
+      // Before the loss is noticed: the message goes to the old connection, and is lost with it.
+      if net.now == cut + .seconds(2) { ids.append(try #require(send(&net, "m6"))) }
+    }
+    #expect(aliceEvents.contains(.reconnecting(RelayStateMachineTests.r1, attempt: 1)))
+    #expect(ReconnectTests.failures(aliceEvents).isEmpty, "nothing fails while the session waits: \(aliceEvents)")
+    #expect(net.receivedTexts(c).isEmpty)
+    net.heal(a, r)
+    var texts: [String] = []
+    let healed = net.now
+    while net.now < healed + .seconds(10) {
+      net.advance(by: .milliseconds(100))
+      aliceEvents += net.take(a)
+      texts += net.receivedTexts(c)
+    }
+    #expect(aliceEvents.contains(.reconnected(RelayStateMachineTests.r1)))
+    #expect(texts == ["m1", "m2", "m3", "m4", "m5", "m6"], "each once, in order")
+    #expect(ReconnectTests.delivered(aliceEvents) == ids)
+    #expect(ReconnectTests.failures(aliceEvents).isEmpty)
+    #expect(net.nodes[a]!.relayCopiesKept == 0, "the kept copies are gone once delivered")
+  }
+
+  @Test func aReceiptLostWithTheConnectionComesAgainAfterTheResume() throws {
+    var net = network()
+    // What the relay sends alice vanishes: carol gets the messages, alice never hears back.
+    net.silence(from: r, to: a)
+    let ids = try ["x", "y"].map { try #require(send(&net, $0)) }
+    net.advance(by: .seconds(1))
+    #expect(net.receivedTexts(c) == ["x", "y"])
+    var aliceEvents: [SessionEvent] = []
+    var texts: [String] = []
+    let start = net.now
+    while net.now < start + .seconds(15) {
+      net.advance(by: .milliseconds(100))
+      aliceEvents += net.take(a)
+      texts += net.receivedTexts(c)
+    }
+    #expect(aliceEvents.contains(.reconnected(RelayStateMachineTests.r1)), "\(aliceEvents)")
+    #expect(ReconnectTests.delivered(aliceEvents) == ids, "the relay passed the copies on, carol acknowledged them again")
+    #expect(texts.isEmpty, "carol's application got each message once: \(texts)")
+    #expect(ReconnectTests.failures(aliceEvents).isEmpty)
+  }
+
+  @Test func aRelayThatStaysAwayFailsWhatWaitedWhenTheGraceEnds() throws {
+    var net = network { $0.reconnectGrace = .seconds(12) }
+    net.partition(a, r)
+    let ids = try ["lost1", "lost2"].map { try #require(send(&net, $0)) }
+    net.advance(by: .seconds(10))
+    #expect(ReconnectTests.failures(net.take(a)).isEmpty, "nothing fails during the grace")
+    net.advance(by: .seconds(8))
+    let events = net.take(a)
+    #expect(events.contains { $0.kind == "disconnected" }, "\(events)")
+    #expect(Set(ReconnectTests.failures(events)) == Set(ids))
+    #expect(net.nodes[a]!.relayCopiesKept == 0)
+  }
+
+  @Test func copiesWaitingForAnswersHoldTheSenderBack() throws {
+    var net = network { $0.resendWindowBytes = 1000 }
+    net.slowApplications.insert(c)
+    let routing = try net.nodes[a]!.routing(.peers([c]))
+    #expect(net.nodes[a]!.fullWindows(routing).isEmpty)
+    for _ in 0..<3 {
+      _ = net.act(a) { m, x, now in try? m.sendMessage([UInt8](repeating: 1, count: 400), to: .peers([c]), timestamp: 0, now: now, into: &x) }
+    }
+    net.run()
+    #expect(net.nodes[a]!.fullWindows(routing) == [r], "carol has not answered: the copies fill the window")
+    #expect(!net.nodes[a]!.windowHasRoom(r))
+    net.take(messagesAt: c)
+    net.slowApplications.remove(c)
+    net.advance(by: .seconds(1))
+    #expect(net.nodes[a]!.windowHasRoom(r))
+    #expect(ReconnectTests.delivered(net.take(a)).count == 3)
+  }
+}
