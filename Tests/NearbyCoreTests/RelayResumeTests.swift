@@ -30,6 +30,19 @@ struct RelayResumeTests {
     net.act(a) { m, x, now in try? m.sendMessage(Array(text.utf8), to: .peers([c]), timestamp: 0, now: now, into: &x).id }
   }
 
+  /// Runs the network for `duration`: what alice was told, and the texts carol was handed.
+  func run(_ net: inout SimulatedNetwork, for duration: Duration) -> (alice: [SessionEvent], carol: [String]) {
+    var events: [SessionEvent] = []
+    var texts: [String] = []
+    let end = net.now + duration
+    while net.now < end {
+      net.advance(by: .milliseconds(100))
+      events += net.take(a)
+      texts += net.receivedTexts(c)
+    }
+    return (events, texts)
+  }
+
   @Test func aBlipOnTheWayToTheRelayLosesNothingAndFailsNothing() throws {
     var net = network()
     net.partition(a, r)
@@ -46,13 +59,8 @@ struct RelayResumeTests {
     #expect(ReconnectTests.failures(aliceEvents).isEmpty, "nothing fails while the session waits: \(aliceEvents)")
     #expect(net.receivedTexts(c).isEmpty)
     net.heal(a, r)
-    var texts: [String] = []
-    let healed = net.now
-    while net.now < healed + .seconds(10) {
-      net.advance(by: .milliseconds(100))
-      aliceEvents += net.take(a)
-      texts += net.receivedTexts(c)
-    }
+    let (later, texts) = run(&net, for: .seconds(10))
+    aliceEvents += later
     #expect(aliceEvents.contains(.reconnected(RelayStateMachineTests.r1)))
     #expect(texts == ["m1", "m2", "m3", "m4", "m5", "m6"], "each once, in order")
     #expect(ReconnectTests.delivered(aliceEvents) == ids)
@@ -67,14 +75,7 @@ struct RelayResumeTests {
     let ids = try ["x", "y"].map { try #require(send(&net, $0)) }
     net.advance(by: .seconds(1))
     #expect(net.receivedTexts(c) == ["x", "y"])
-    var aliceEvents: [SessionEvent] = []
-    var texts: [String] = []
-    let start = net.now
-    while net.now < start + .seconds(15) {
-      net.advance(by: .milliseconds(100))
-      aliceEvents += net.take(a)
-      texts += net.receivedTexts(c)
-    }
+    let (aliceEvents, texts) = run(&net, for: .seconds(15))
     #expect(aliceEvents.contains(.reconnected(RelayStateMachineTests.r1)), "\(aliceEvents)")
     #expect(ReconnectTests.delivered(aliceEvents) == ids, "the relay passed the copies on, carol acknowledged them again")
     #expect(texts.isEmpty, "carol's application got each message once: \(texts)")
