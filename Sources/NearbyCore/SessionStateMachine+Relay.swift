@@ -227,6 +227,7 @@ extension SessionStateMachine {
           if !record.announcedReachable {
             peers[other]?.announcedReachable = true
             actions.append(.emit(.reachable(record.peer, via: relay)))
+            resendRelayed(to: other, via: route, into: &actions)
           }
         } else if record.announcedReachable {
           peers[other]?.announcedReachable = false

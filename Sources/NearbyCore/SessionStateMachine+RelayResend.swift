@@ -1,10 +1,12 @@
-/// Messages on their way through a relay when the session with it is lost for a moment
+/// Messages on their way through a relay when a session on their path is lost for a moment
 /// (PROTOCOL.md 6.5): the sender keeps each sealed copy until every recipient behind the relay
-/// answered, and sends it again when the session resumes. The relay passes on again what its
-/// origin sends again on its own session (``SessionStateMachine/isResentByItsOrigin(_:on:)``),
-/// and a recipient that already took it drops the copy and acknowledges it again. So a blip
-/// on the way to the relay neither loses a message nor reports it failed; only a relay that
-/// stays away past the grace (or ends the session) fails what waited for it.
+/// answered, and sends it again when its session with the relay resumes, or when a recipient
+/// that had become unreachable (its own session with the relay was lost) is reachable again.
+/// The relay passes on again what its origin sends again on its own session
+/// (``SessionStateMachine/isResentByItsOrigin(_:on:)``), and a recipient that already took
+/// it drops the copy and acknowledges it again. So a blip on either side of the relay neither
+/// loses a message nor reports it failed; only a relay that stays away past the grace (or ends
+/// the session) fails what waited for it.
 extension SessionStateMachine {
   /// What we sent through one relay and its recipients have not answered yet.
   struct RelayInFlight: Sendable {
@@ -12,6 +14,9 @@ extension SessionStateMachine {
     var connection: ConnectionID
     /// The sealed messages, oldest first.
     var window: ResendWindow
+    /// Recipients whose copies went again when the session resumed: when the relay's
+    /// roster makes them reachable again right after, they are not sent a third time.
+    var resentOnResume: Set<PeerID> = []
 
     init(connection: ConnectionID) {
       self.connection = connection
@@ -67,8 +72,35 @@ extension SessionStateMachine {
       for (recipient, via) in expected where via == former { relayPending[messageID]?[recipient] = id }
     }
     inFlight.connection = id
+    inFlight.resentOnResume = []
+    for envelope in inFlight.window.messages(after: nil) {
+      actions.append(.sendMessage(envelope, [id]))
+      for recipient in envelope.recipients where relayPending[envelope.id]?[recipient] == id { inFlight.resentOnResume.insert(recipient) }
+    }
     relayInFlight[relay] = inFlight
-    for envelope in inFlight.window.messages(after: nil) { actions.append(.sendMessage(envelope, [id])) }
+  }
+
+  /// A peer behind a relay is reachable again, on `route` (after its own session with a
+  /// relay was lost, say): the copies still waiting for its answer go again, there, oldest
+  /// first, unless the resume of our session with that relay just sent them.
+  mutating func resendRelayed(to peer: PeerID, via route: ConnectionID, into actions: inout [SessionAction]) {
+    guard !relayInFlight.isEmpty else { return }
+    var resend: [Frame.Message] = []
+    for relay in relayInFlight.keys {
+      guard let inFlight = relayInFlight[relay] else { continue }
+      if inFlight.connection == route, relayInFlight[relay]?.resentOnResume.remove(peer) != nil { continue }
+      for envelope in inFlight.window.messages(after: nil) where relayPending[envelope.id]?[peer] != nil { resend.append(envelope) }
+    }
+    for envelope in resend.sorted(by: { SerialNumber.isAtOrBefore($0.id, $1.id) && $0.id != $1.id }) {
+      guard let former = relayPending[envelope.id]?[peer] else { continue }
+      if former != route {
+        // Reachable through another relay now: the copy is kept for that one.
+        relayPending[envelope.id]?[peer] = route
+        keepRelayed(envelope, on: route)
+        if relayPending[envelope.id]?.values.contains(former) != true { forgetRelayed(envelope.id, on: former) }
+      }
+      actions.append(.sendMessage(envelope, [route]))
+    }
   }
 
   /// A session that waited to resume ended: what waited on its relay fails.

@@ -66,6 +66,32 @@ struct RelayResumeTests {
     #expect(ReconnectTests.delivered(aliceEvents) == ids)
     #expect(ReconnectTests.failures(aliceEvents).isEmpty)
     #expect(net.nodes[a]!.relayCopiesKept == 0, "the kept copies are gone once delivered")
+    // Each went once after the resume: the roster that made carol reachable again did not
+    // send them a second time.
+    #expect(messagesSent(net, by: a).count == 6 + 6, "\(messagesSent(net, by: a))")
+  }
+
+  /// The MESSAGE frames `node` wrote, on all its connections, by id.
+  func messagesSent(_ net: SimulatedNetwork, by node: PeerID) -> [UInt64] {
+    net.framesSent.filter { $0.key.node == node }.values.joined().compactMap { if case .message(let m) = $0 { m.id } else { nil } }.sorted()
+  }
+
+  @Test func aBlipBetweenTheRelayAndTheRecipientLosesNothingEither() throws {
+    var net = network()
+    net.partition(c, r)
+    let ids = try ["n1", "n2", "n3"].map { try #require(send(&net, $0)) }
+    let (during, lost) = run(&net, for: .seconds(8))
+    #expect(during.contains(.unreachable(Fixture.carol)), "\(during)")
+    #expect(lost.isEmpty)
+    #expect(send(&net, "refused") == nil, "while carol is unreachable, a message to her is refused")
+    #expect(net.nodes[a]!.relayCopiesKept == 3)
+    net.heal(c, r)
+    let (after, texts) = run(&net, for: .seconds(15))
+    #expect(after.contains(.reachable(Fixture.carol, via: RelayStateMachineTests.r1)), "\(after)")
+    #expect(texts == ["n1", "n2", "n3"], "sent again once carol was reachable again, each once")
+    #expect(ReconnectTests.delivered(during + after) == ids)
+    #expect(ReconnectTests.failures(during + after).isEmpty)
+    #expect(net.nodes[a]!.relayCopiesKept == 0)
   }
 
   @Test func aReceiptLostWithTheConnectionComesAgainAfterTheResume() throws {
