@@ -7,12 +7,15 @@ import Testing
 /// them reaches it through a ``FaultyLink``.
 @Suite("Relay sessions resume over real TCP (loopback, a faulty link)")
 struct RelayResumeSessionTests {
-  /// Short timeouts, but a dead peer noticed only after 3 s: the ten messages must all be
-  /// sent into the partition before a session is suspended, also in a loaded run (with
-  /// 700 ms, a parallel run once suspended it after a few: "not connected").
+  /// Short pings, but a dead peer noticed only after 3 s: the ten messages must all be sent
+  /// into the partition before a session is suspended, also in a loaded run (with 700 ms, a
+  /// parallel run once suspended it after a few: "not connected"); and handshakes that may
+  /// take 5 s (with 1 s, a loaded parallel run once lost the first one through the link).
   static func timeouts(_ configuration: inout SessionConfiguration) {
     ReconnectSessionTests.fast(&configuration)
     configuration.timeouts.deadPeer = .seconds(3)
+    configuration.timeouts.handshake = .seconds(5)
+    configuration.timeouts.connect = .seconds(5)
   }
 
   enum Faulty { case alice, carol }
