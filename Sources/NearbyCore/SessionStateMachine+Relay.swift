@@ -227,11 +227,13 @@ extension SessionStateMachine {
           if !record.announcedReachable {
             peers[other]?.announcedReachable = true
             actions.append(.emit(.reachable(record.peer, via: relay)))
+            relayedBack(other)
             resendRelayed(to: other, via: route, into: &actions)
           }
         } else if record.announcedReachable {
           peers[other]?.announcedReachable = false
           actions.append(.emit(.unreachable(record.peer)))
+          relayedAway(other)
         }
       }
       if !reachable { forgetIfIdle(other) }

@@ -6,7 +6,8 @@
 /// (``SessionStateMachine/isResentByItsOrigin(_:on:)``), and a recipient that already took
 /// it drops the copy and acknowledges it again. So a blip on either side of the relay neither
 /// loses a message nor reports it failed; only a relay that stays away past the grace (or ends
-/// the session) fails what waited for it.
+/// the session) fails what waited for it, and so does a recipient that stays unreachable
+/// past the grace (one whose federation knows it offline keeps waiting, without our copies).
 extension SessionStateMachine {
   /// What we sent through one relay and its recipients have not answered yet.
   struct RelayInFlight: Sendable {
@@ -100,6 +101,45 @@ extension SessionStateMachine {
         if relayPending[envelope.id]?.values.contains(former) != true { forgetRelayed(envelope.id, on: former) }
       }
       actions.append(.sendMessage(envelope, [route]))
+    }
+  }
+
+  /// A recipient behind a relay became unreachable: if messages of ours wait for its
+  /// answer, it has the grace period (``Configuration/reconnectGrace``) to be back.
+  mutating func relayedAway(_ peer: PeerID) {
+    guard relayPending.values.contains(where: { $0[peer] != nil }) else { return }
+    relayedAwayNoticed.insert(peer)
+  }
+
+  /// It is reachable again (what waited for it goes again: ``resendRelayed(to:via:into:)``).
+  mutating func relayedBack(_ peer: PeerID) {
+    relayedAwayNoticed.remove(peer)
+    relayedAwayDeadlines[peer] = nil
+  }
+
+  /// Recipients unreachable for the whole grace: what waits for their answers fails, unless
+  /// a federation knows the recipient offline (it stores such messages and delivers them when
+  /// the recipient is back, 9.6), when only our copies of them go.
+  mutating func runRelayedAway(now: Duration, into actions: inout [SessionAction]) {
+    guard !relayedAwayNoticed.isEmpty || !relayedAwayDeadlines.isEmpty else { return }
+    for peer in relayedAwayNoticed { relayedAwayDeadlines[peer] = now + configuration.reconnectGrace }
+    relayedAwayNoticed = []
+    for (peer, deadline) in relayedAwayDeadlines where deadline <= now {
+      relayedAwayDeadlines[peer] = nil
+      guard peers[peer]?.announcedReachable != true else { continue }
+      let waiting = relayPending.keys.filter { relayPending[$0]?[peer] != nil }.sorted { SerialNumber.isAtOrBefore($0, $1) && $0 != $1 }
+      if isOffline(peer) {
+        for messageID in waiting {
+          guard let route = relayPending[messageID]?[peer] else { continue }
+          let others = relayPending[messageID]?.filter { $0.key != peer && $0.value == route && !isOffline($0.key) } ?? [:]
+          if others.isEmpty { forgetRelayed(messageID, on: route) }
+        }
+        continue
+      }
+      let name = peers[peer]?.peer.name.value ?? "the peer"
+      let reason = UndeliveredReason.connectionClosed(
+        .notResumed("\(name) was not reachable through any relay again within \(configuration.reconnectGrace.formattedSeconds)"))
+      for messageID in waiting where relayedAnswered(messageID, by: peer) { noteFailed(messageID, peer, reason, into: &actions) }
     }
   }
 

@@ -117,6 +117,10 @@ package struct SessionStateMachine: Sendable {
   /// What we sent through relays whose sessions can resume, per relay, until its recipients
   /// answered (SessionStateMachine+RelayResend.swift).
   var relayInFlight: [PeerID: RelayInFlight] = [:]
+  /// Recipients behind relays that became unreachable while messages of ours waited for
+  /// their answers: noticed (the deadline is set at the next tick), and given up on when.
+  var relayedAwayNoticed: Set<PeerID> = []
+  var relayedAwayDeadlines: [PeerID: Duration] = [:]
   /// Our own messages until every recipient has answered.
   var ledger = DeliveryLedger()
   /// Whether settled messages are reported (``SessionAction/settled(_:)``): only while the
@@ -444,6 +448,7 @@ package struct SessionStateMachine: Sendable {
     }
     runAutoConnect(now: now, into: &actions)
     runReconnection(now: now, into: &actions)
+    runRelayedAway(now: now, into: &actions)
   }
 
   // MARK: Performing transitions

@@ -138,4 +138,19 @@ struct RelayResumeTests {
     #expect(net.nodes[a]!.windowHasRoom(r))
     #expect(ReconnectTests.delivered(net.take(a)).count == 3)
   }
+
+  @Test func aRecipientThatStaysUnreachablePastTheGraceFailsWhatWaitedForIt() throws {
+    var net = network { $0.reconnectGrace = .seconds(12) }
+    net.partition(c, r)
+    let ids = try ["z1", "z2"].map { try #require(send(&net, $0)) }
+    let (early, _) = run(&net, for: .seconds(12))
+    #expect(early.contains(.unreachable(Fixture.carol)), "\(early)")
+    #expect(ReconnectTests.failures(early).isEmpty, "carol's grace is not over yet: \(early)")
+    let (late, _) = run(&net, for: .seconds(10))
+    #expect(Set(ReconnectTests.failures(late)) == Set(ids), "\(late)")
+    let reasons = late.compactMap { if case .error(.undelivered(_, _, _, let reason)) = $0 { "\(reason)" } else { nil } }
+    #expect(reasons.allSatisfy { $0.contains("carol was not reachable through any relay again within 12.00 s") }, "\(reasons)")
+    #expect(net.nodes[a]!.relayCopiesKept == 0)
+    #expect(!net.nodes[a]!.hasPendingDeliveries)
+  }
 }
