@@ -1,3 +1,7 @@
+// One file: the hub, its subscribers' cursors and their queues share the bookkeeping of
+// claims (an event's claim settles once every subscriber that was handed it took it); split,
+// each would reach into the others' internals.
+
 import NearbyCore
 import NearbyTransport
 import Synchronization
