@@ -189,8 +189,8 @@ package final class EventLoop: @unchecked Sendable {
   }
 
   /// Runs `work` on the loop thread after everything of the current iteration (handlers,
-  /// timers, queued work), before the loop waits again. Loop thread only. Connections use it
-  /// to write once for all the frames queued during an iteration.
+  /// timers, queued work), before the loop waits again. Loop thread only. (Connections write
+  /// once for all the frames queued during an iteration through ``flushAfterIteration(_:)``.)
   package func afterIteration(_ work: @escaping () -> Void) {
     precondition(inLoop, "afterIteration must run on the event loop")
     deferred.append(.closure(work))
