@@ -25,7 +25,9 @@ struct SoakReport {
   init(_ run: TimedLabRun) {
     var pending: Set<String> = []
     var seen: Set<String> = []
+    var hubLines: [String] = []
     for line in run.lines(of: "hub") {
+      hubLines.append(line.text)
       if line.text.hasPrefix("soak-sample ") {
         if let sample = Self.sample(line) { samples.append(sample) }
         continue
@@ -60,7 +62,15 @@ struct SoakReport {
       }
     }
     if !pending.isEmpty {
-      problems.append("\(pending.count) of the hub's messages were neither delivered nor reported failed: \(pending.sorted().prefix(10))")
+      var problem = "\(pending.count) of the hub's messages were neither delivered nor reported failed: \(pending.sorted().prefix(10))"
+      // What the hub said about the first of them, to tell a lost report from a lost message.
+      for pair in pending.sorted().prefix(2) {
+        let words = pair.split(separator: " ").map(String.init)
+        let about = hubLines.filter { $0.contains("\"id\":\(words[0])") || $0.contains(words[1]) }
+        problem += "\nthe hub's lines about \(pair) (\(about.count)):\n" + about.suffix(20).joined(separator: "\n")
+      }
+      problem += "\nthe hub's last lines:\n" + hubLines.suffix(15).joined(separator: "\n")
+      problems.append(problem)
     }
     checkLeaks()
   }
