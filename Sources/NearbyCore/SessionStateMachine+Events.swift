@@ -320,7 +320,7 @@ extension SessionStateMachine {
   /// Drops the record of a peer that is neither discovered nor connected.
   mutating func forgetIfIdle(_ peerID: PeerID, except: ConnectionID? = nil) {
     guard let record = peers[peerID], record.discovered == nil, record.session == nil, record.outbound == nil, record.routes.isEmpty,
-      reconnection.sessions[peerID] == nil
+      reconnection.sessions[peerID] == nil, !isStranded(peerID)
     else { return }
     if connections.contains(where: { $0.key != except && $0.value.peerID == peerID }) { return }
     peers[peerID] = nil

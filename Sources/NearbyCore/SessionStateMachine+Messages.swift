@@ -92,6 +92,9 @@ extension SessionStateMachine {
     var direct: [ConnectionID] = []
     /// Recipients reached through a relay, with the relay's connection.
     var relayed: [PeerID: ConnectionID] = [:]
+    /// Those of `relayed` behind a relay whose session waits to resume: their connection is
+    /// the lost one, and the message waits for the resume (it is not among the targets).
+    var held: Set<ConnectionID> = []
     /// Named recipients that cannot be reached.
     var unreachable: [PeerID] = []
     /// The recipients that will answer (direct peers that are not relays, then relayed ones).
@@ -133,13 +136,18 @@ extension SessionStateMachine {
           routing.suspended.append(peerID)
         } else if let route = record.bestRoute, record.publicKey != nil, !isOffline(peerID) {
           routing.relayed[peerID] = route
+        } else if record.publicKey != nil, let stranded = strandedRoute(peerID) {
+          routing.relayed[peerID] = stranded.route
+          if !stranded.live { routing.held.insert(stranded.route) }
         }
       }
       routing.direct.sort()
       routing.suspended.sort()
       routing.targets = routing.direct
-      for route in Set(routing.relayed.values).sorted() where !routing.targets.contains(route) { routing.targets.append(route) }
-      if routing.targets.isEmpty && routing.suspended.isEmpty { throw .notConnected([]) }
+      for route in Set(routing.relayed.values).sorted() where !routing.targets.contains(route) && !routing.held.contains(route) {
+        routing.targets.append(route)
+      }
+      if routing.targets.isEmpty && routing.suspended.isEmpty && routing.held.isEmpty { throw .notConnected([]) }
     case .peers(let ids):
       var unique: [PeerID] = []
       for id in ids where !unique.contains(id) { unique.append(id) }
@@ -157,11 +165,19 @@ extension SessionStateMachine {
         } else if let route = peers[peerID]?.bestRoute, peers[peerID]?.publicKey != nil {
           routing.relayed[peerID] = route
           if !routing.targets.contains(route) { routing.targets.append(route) }
+        } else if peers[peerID]?.publicKey != nil, let stranded = strandedRoute(peerID) {
+          // Behind a relay that is away for a moment: the message waits for it.
+          routing.relayed[peerID] = stranded.route
+          if stranded.live {
+            if !routing.targets.contains(stranded.route) { routing.targets.append(stranded.route) }
+          } else {
+            routing.held.insert(stranded.route)
+          }
         } else {
           routing.unreachable.append(peerID)
         }
       }
-      if routing.targets.isEmpty && routing.suspended.isEmpty { throw .notConnected(routing.unreachable) }
+      if routing.targets.isEmpty && routing.suspended.isEmpty && routing.held.isEmpty { throw .notConnected(routing.unreachable) }
     }
     for id in routing.direct {
       // A direct session expects an acknowledgement from its peer (relays do not consume).
@@ -290,8 +306,12 @@ extension SessionStateMachine {
     }
     if !routing.direct.isEmpty { actions.append(.sendMessage(message, routing.direct)) }
     for (envelope, route) in sealed {
-      keepRelayed(envelope, on: route)
-      actions.append(.sendMessage(envelope, [route]))
+      if routing.held.contains(route) {
+        holdRelayed(envelope, for: route)
+      } else {
+        keepRelayed(envelope, on: route)
+        actions.append(.sendMessage(envelope, [route]))
+      }
     }
     return (MessageID(rawValue: messageID), expected)
   }

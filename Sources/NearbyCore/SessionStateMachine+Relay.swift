@@ -75,6 +75,9 @@ extension SessionStateMachine {
       peers[other]?.routes[id] = nil
       changed.append(other)
     }
+    if resuming {
+      relaySuspended(peerID, on: id, stranding: changed.filter { peers[$0]?.session == nil && peers[$0]?.routes.isEmpty == true })
+    }
     changed.append(peerID)
     federationSessionEnded(peerID, into: &actions)
     routesChanged(changed, from: id, wasDirect: peerID, into: &actions)
@@ -105,6 +108,7 @@ extension SessionStateMachine {
       }
       connections[id]?.rosterRoutes = 0
     }
+    defer { if roster.kind == .full { strandedPeersSettled(on: id, into: &actions) } }
     var routes = connections[id]?.rosterRoutes ?? 0
     for entry in roster.entries where entry.peer.id != localPeer.id {
       let other = entry.peer.id
@@ -230,7 +234,9 @@ extension SessionStateMachine {
             relayedBack(other)
             resendRelayed(to: other, via: route, into: &actions)
           }
-        } else if record.announcedReachable {
+        } else if record.announcedReachable, !isStranded(other) {
+          // (A peer behind a relay that is away for a moment stays reachable: messages to it
+          // wait for the relay, SessionStateMachine+RelayResend.swift.)
           peers[other]?.announcedReachable = false
           actions.append(.emit(.unreachable(record.peer)))
           relayedAway(other)

@@ -18,6 +18,10 @@ extension SessionStateMachine {
     /// Recipients whose copies went again when the session resumed: when the relay's
     /// roster makes them reachable again right after, they are not sent a third time.
     var resentOnResume: Set<PeerID> = []
+    /// The peers we reached only through this relay when its session was lost: messages to
+    /// them wait here (sealed, in the window) until the session resumes, and go then. Kept
+    /// until the relay's first full roster after the resume says where they are now.
+    var behind: Set<PeerID> = []
 
     init(connection: ConnectionID) {
       self.connection = connection
@@ -35,6 +39,63 @@ extension SessionStateMachine {
     guard let relay = connection(route, { $0.peerID }) ?? nil, reconnection.sessions[relay]?.resumable == true else { return }
     if relayInFlight[relay] == nil || relayInFlight[relay]?.connection != route { relayInFlight[relay] = RelayInFlight(connection: route) }
     relayInFlight[relay]?.window.append(envelope)
+  }
+
+  /// The session with `relay` was lost on `route` and waits to resume: the peers reached
+  /// only through it (`stranded`) stay addressable, and messages to them wait for the resume.
+  mutating func relaySuspended(_ relay: PeerID, on route: ConnectionID, stranding stranded: [PeerID]) {
+    guard isSuspended(relay) else { return }
+    if relayInFlight[relay] == nil { relayInFlight[relay] = RelayInFlight(connection: route) }
+    for peer in stranded where peers[peer]?.isRelay != true && peers[peer]?.publicKey != nil { relayInFlight[relay]?.behind.insert(peer) }
+  }
+
+  /// Where a message to `peer` goes when it has no route of its own: through the relay it was
+  /// behind when that relay's session was lost. `live`: the session is back (its roster has
+  /// not come yet), else the message waits in the relay's window for the resume.
+  func strandedRoute(_ peer: PeerID) -> (relay: PeerID, route: ConnectionID, live: Bool)? {
+    guard !relayInFlight.isEmpty else { return nil }
+    for (relay, inFlight) in relayInFlight where inFlight.behind.contains(peer) {
+      if let session = peers[relay]?.session { return (relay, session, true) }
+      if isSuspended(relay) { return (relay, inFlight.connection, false) }
+    }
+    return nil
+  }
+
+  /// Whether `peer` is kept (not forgotten) because messages to it wait for a relay's resume.
+  func isStranded(_ peer: PeerID) -> Bool {
+    relayInFlight.values.contains { $0.behind.contains(peer) }
+  }
+
+  /// A sealed message for peers behind a relay whose session waits to resume: kept, and sent
+  /// when the session resumes (``resendRelayed(_:on:into:)``).
+  mutating func holdRelayed(_ envelope: Frame.Message, for route: ConnectionID) {
+    guard let relay = relayInFlight.first(where: { $0.value.connection == route })?.key else { return }
+    relayInFlight[relay]?.window.append(envelope)
+  }
+
+  /// The relay's first full roster after its session came back on `id`: the peers that were
+  /// behind it are where that roster says; those it no longer names are unreachable now.
+  mutating func strandedPeersSettled(on id: ConnectionID, into actions: inout [SessionAction]) {
+    guard let relay = connection(id, { $0.peerID }) ?? nil, let behind = relayInFlight[relay]?.behind, !behind.isEmpty,
+      relayInFlight[relay]?.connection == id
+    else { return }
+    relayInFlight[relay]?.behind = []
+    strandedPeersLost(behind, into: &actions)
+  }
+
+  /// Peers that were behind a relay while it was away and have no route now: they are
+  /// reported unreachable only now (they were not while messages to them could wait), and
+  /// what still waits for their answers has the grace period to see them back.
+  private mutating func strandedPeersLost(_ stranded: Set<PeerID>, into actions: inout [SessionAction]) {
+    for peer in stranded.sorted() where !isStranded(peer) {
+      guard let record = peers[peer], record.session == nil, record.routes.isEmpty else { continue }
+      if record.announcedReachable {
+        peers[peer]?.announcedReachable = false
+        actions.append(.emit(.unreachable(record.peer)))
+      }
+      relayedAway(peer)
+      forgetIfIdle(peer)
+    }
   }
 
   /// A recipient reached through a relay answered (or failed). - Returns: whether it was
@@ -147,6 +208,7 @@ extension SessionStateMachine {
   mutating func relaySuspensionEnded(_ relay: PeerID, reason: DisconnectReason, into actions: inout [SessionAction]) {
     guard let inFlight = relayInFlight.removeValue(forKey: relay) else { return }
     failRelayed(through: inFlight.connection, reason: .connectionClosed(reason), into: &actions)
+    strandedPeersLost(inFlight.behind, into: &actions)
   }
 
   /// The relays' kept copies that are over the resend window's limit: a sender whose message

@@ -173,8 +173,11 @@ package struct SessionStateMachine: Sendable {
   /// Peers reached through a relay (not directly connected), with the relay.
   package var relayedPeers: [(peer: Peer, via: Peer)] {
     peers.values.compactMap { record -> (Peer, Peer)? in
-      guard record.session == nil, let route = record.bestRoute, let relay = connectionPeer(route) else { return nil }
-      return (record.peer, relay)
+      guard record.session == nil else { return nil }
+      if let route = record.bestRoute, let relay = connectionPeer(route) { return (record.peer, relay) }
+      // Behind a relay that is away for a moment: messages to it wait for the relay.
+      if let stranded = strandedRoute(record.peer.id), let relay = peers[stranded.relay]?.peer { return (record.peer, relay) }
+      return nil
     }.sorted { $0.0.name.value < $1.0.name.value }
   }
 

@@ -122,14 +122,21 @@ struct RelayCLITests {
     relay.child.terminate(SIGKILL)
     _ = await relay.wait()
     let killedAt = ContinuousClock.now
-    // Their sessions with the relay wait to resume; the peers behind it are unreachable meanwhile.
+    // Their sessions with the relay wait to resume; the peers behind it stay addressable
+    // meanwhile (messages to them wait for the relay).
     try await alice.expect("reconnecting", within: .seconds(5), where: named("r"))
     try await carol.expect("reconnecting", within: .seconds(5), where: named("r"))
     #expect(ContinuousClock.now - killedAt < .seconds(5))
-    try await alice.expect("unreachable", where: named("carol"))
-    // The relay's new process does not know the old sessions: they end, and new ones begin.
+    alice.send("/msg carol while the relay is away")
+    let held = try await alice.expect("sent")
+    #expect((held["to"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["carol"], "\(held)")
+    // The relay's new process does not know the old sessions: they end (only then is carol
+    // unreachable, and the message that waited for the relay is reported), and new ones begin.
     relay = try Self.relay("r", service, state: state)
     try await alice.expect("disconnected", within: .seconds(20), where: named("r"))
+    try await alice.expect("unreachable", where: named("carol"))
+    let heldID = held["id"] as? NSNumber
+    try await alice.expect("error") { ($0["id"] as? NSNumber) == heldID && (($0["peer"] as? [String: Any])?["name"] as? String) == "carol" }
     try await alice.expect("connected", within: .seconds(20), where: named("r"))
     try await carol.expect("connected", within: .seconds(20), where: named("r"))
     try await alice.expect("reachable", where: named("carol"))

@@ -153,4 +153,98 @@ struct RelayResumeTests {
     #expect(net.nodes[a]!.relayCopiesKept == 0)
     #expect(!net.nodes[a]!.hasPendingDeliveries)
   }
+
+  // MARK: Messages sent while the relay is away
+
+  /// Alice's link to the relay is cut and she has noticed: the relay's session waits to resume.
+  func relayAway(_ net: inout SimulatedNetwork) -> [SessionEvent] {
+    net.partition(a, r)
+    var events: [SessionEvent] = []
+    for _ in 0..<80 {
+      net.advance(by: .milliseconds(100))
+      events += net.take(a)
+      if events.contains(.reconnecting(RelayStateMachineTests.r1, attempt: 1)) { break }
+    }
+    return events
+  }
+
+  @Test func aMessageToAPeerBehindARelayThatIsAwayWaitsForTheRelay() throws {
+    var net = network()
+    var aliceEvents = relayAway(&net)
+    #expect(aliceEvents.contains(.reconnecting(RelayStateMachineTests.r1, attempt: 1)), "\(aliceEvents)")
+    #expect(net.nodes[a]!.relayedPeers.map(\.peer.id) == [c], "carol is still addressable, through the relay")
+    #expect(net.nodes[a]!.expectedRecipients(.all).map(\.id) == [c])
+    // Neither refused nor sent: held for the relay.
+    let first = try #require(send(&net, "while away 1"))
+    let everyone = try #require(
+      net.act(a) { m, x, now in try? m.sendMessage(Array("while away 2".utf8), to: .all, timestamp: 0, now: now, into: &x).id })
+    #expect(net.nodes[a]!.relayCopiesKept == 2)
+    let (during, lost) = run(&net, for: .seconds(2))
+    aliceEvents += during
+    #expect(lost.isEmpty)
+    #expect(ReconnectTests.failures(aliceEvents).isEmpty, "\(aliceEvents)")
+    net.heal(a, r)
+    let (after, texts) = run(&net, for: .seconds(10))
+    #expect(after.contains(.reconnected(RelayStateMachineTests.r1)), "\(after)")
+    #expect(texts == ["while away 1", "while away 2"], "each once, in order")
+    #expect(ReconnectTests.delivered(after) == [first, everyone])
+    #expect(ReconnectTests.failures(after).isEmpty)
+    #expect(net.nodes[a]!.relayCopiesKept == 0)
+    #expect(messagesSent(net, by: a).filter { [first, everyone].map(\.rawValue).contains($0) }.count == 2, "each went once, at the resume")
+    // Carol is back where the relay's roster puts her: a message to her goes at once.
+    let later = try #require(send(&net, "after"))
+    let (last, more) = run(&net, for: .seconds(1))
+    #expect(more == ["after"])
+    #expect(ReconnectTests.delivered(last) == [later])
+  }
+
+  @Test func aMessageHeldForARelayThatStaysAwayFailsWhenTheGraceEnds() throws {
+    var net = network { $0.reconnectGrace = .seconds(12) }
+    _ = relayAway(&net)
+    let held = try #require(send(&net, "held"))
+    let (early, _) = run(&net, for: .seconds(4))
+    #expect(ReconnectTests.failures(early).isEmpty, "the relay's grace is not over yet: \(early)")
+    let (late, texts) = run(&net, for: .seconds(12))
+    #expect(texts.isEmpty)
+    #expect(ReconnectTests.failures(late) == [held], "\(late)")
+    #expect(net.nodes[a]!.relayCopiesKept == 0)
+    #expect(!net.nodes[a]!.hasPendingDeliveries)
+    #expect(send(&net, "refused") == nil, "the relay is gone: carol cannot be reached")
+    #expect(net.nodes[a]!.relayedPeers.isEmpty)
+  }
+
+  @Test func aMessageHeldForAPeerThatLeftMeanwhileFailsWithAReason() throws {
+    var net = network()
+    _ = relayAway(&net)
+    let held = try #require(send(&net, "for carol"))
+    // Carol leaves the relay for good while alice cannot hear of it.
+    net.act(c) { m, x, now in m.leave(r, now: now, into: &x) }
+    let (_, _) = run(&net, for: .seconds(2))
+    net.heal(a, r)
+    let (after, texts) = run(&net, for: .seconds(40))
+    #expect(texts.isEmpty)
+    #expect(ReconnectTests.failures(after) == [held], "reported, not lost: \(after)")
+    let reasons = after.compactMap { if case .error(.undelivered(_, _, _, let reason)) = $0 { "\(reason)" } else { nil } }
+    #expect(reasons == ["reported undeliverable (unknownRecipient)"], "the relay said it does not know carol now")
+    #expect(!net.nodes[a]!.hasPendingDeliveries)
+    #expect(net.nodes[a]!.relayCopiesKept == 0)
+    #expect(send(&net, "refused") == nil, "the relay no longer names carol")
+  }
+
+  @Test func messagesHeldForARelayThatIsAwayCountAgainstItsWindow() throws {
+    var net = network { $0.resendWindowBytes = 1000 }
+    _ = relayAway(&net)
+    let routing = try net.nodes[a]!.routing(.peers([c]))
+    #expect(routing.targets.isEmpty, "nothing is sent while the relay is away")
+    for _ in 0..<3 {
+      _ = net.act(a) { m, x, now in try? m.sendMessage([UInt8](repeating: 1, count: 400), to: .peers([c]), timestamp: 0, now: now, into: &x) }
+    }
+    #expect(net.nodes[a]!.fullWindows(routing) == [r], "held copies fill the relay's window: the sender waits")
+    #expect(!net.nodes[a]!.windowHasRoom(r))
+    net.heal(a, r)
+    let (after, texts) = run(&net, for: .seconds(10))
+    #expect(texts.count == 3)
+    #expect(ReconnectTests.delivered(after).count == 3)
+    #expect(net.nodes[a]!.windowHasRoom(r))
+  }
 }

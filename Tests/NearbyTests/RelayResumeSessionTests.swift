@@ -36,7 +36,9 @@ struct RelayResumeSessionTests {
   }
 
   /// alice and carol each invite the relay; `faulty` reaches it through the link.
-  static func trio(_ faulty: Faulty) async throws -> Trio {
+  static func trio(
+    _ faulty: Faulty, timeouts: @escaping @Sendable (inout SessionConfiguration) -> Void = Self.timeouts
+  ) async throws -> Trio {
     let relay = try await RunningSession.start("relay", policy: .all) {
       $0.isRelay = true
       timeouts(&$0)
@@ -96,5 +98,35 @@ struct RelayResumeSessionTests {
 
   @Test func messagesOnTheirWayFromARelayDuringAPartitionArriveOnceAndAreDelivered() async throws {
     try await Self.tenMessagesThroughABlip(.carol)
+  }
+
+  /// Sent after alice noticed that the relay is away: neither refused nor lost, each goes
+  /// once the session with the relay resumes (and carol's application gets it once).
+  @Test func messagesSentWhileTheRelayIsAwayWaitForItAndArriveOnce() async throws {
+    let trio = try await Self.trio(.alice) { configuration in
+      ReconnectSessionTests.fast(&configuration)
+      configuration.timeouts.handshake = .seconds(5)
+      configuration.timeouts.connect = .seconds(5)
+    }
+    trio.link.set(.partition)
+    let relayPeer = trio.relay.peer
+    let carolID = trio.carol.peer.id
+    _ = try await trio.alice.expect("reconnecting", within: .seconds(30)) { if case .reconnecting(relayPeer, _) = $0 { true } else { nil } }
+    #expect(await trio.alice.session.relayedPeers.map(\.peer.id) == [carolID], "carol is still addressable, through the relay")
+    var ids: [MessageID] = []
+    for text in ["w1", "w2", "w3"] { ids.append(try await trio.alice.session.send(Array(text.utf8), to: .peer(carolID))) }
+    ids.append(try await trio.alice.session.send(Array("w4".utf8), to: .all))
+    try await Task.sleep(for: .milliseconds(300))
+    trio.link.set(.pass)
+    _ = try await trio.alice.expect("reconnected") { if case .reconnected(relayPeer) = $0 { true } else { nil } }
+    #expect(try await ReconnectSessionTests.texts(trio.carol, count: 4) == ["w1", "w2", "w3", "w4"])
+    for id in ids {
+      let report = await trio.alice.session.delivery(of: id)
+      #expect(report?.isDelivered == true, "\(id): \(String(describing: report))")
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(!trio.carol.events.all.contains { if case .message = $0 { true } else { false } }, "nothing twice")
+    #expect(!trio.alice.events.all.contains { if case .error(.undelivered) = $0 { true } else { false } }, "nothing reported failed")
+    try await trio.stop()
   }
 }
