@@ -73,12 +73,15 @@ extension SessionStateMachine {
     relayInFlight[relay]?.window.append(envelope)
   }
 
-  /// The relay's first full roster after its session came back on `id`: the peers that were
-  /// behind it are where that roster says; those it no longer names are unreachable now.
+  /// A full roster from the relay on `id` (the first after a resume, usually): the peers that
+  /// were behind it are where that roster says, and those it no longer names are unreachable
+  /// now. Its recipients that the resume's resend skipped have been skipped: from now on, one
+  /// that becomes reachable again gets its copies again (a stale entry would skip that once,
+  /// and leave them waiting until the next resume).
   mutating func strandedPeersSettled(on id: ConnectionID, into actions: inout [SessionAction]) {
-    guard let relay = connection(id, { $0.peerID }) ?? nil, let behind = relayInFlight[relay]?.behind, !behind.isEmpty,
-      relayInFlight[relay]?.connection == id
-    else { return }
+    guard let relay = connection(id, { $0.peerID }) ?? nil, relayInFlight[relay]?.connection == id else { return }
+    relayInFlight[relay]?.resentOnResume = []
+    guard let behind = relayInFlight[relay]?.behind, !behind.isEmpty else { return }
     relayInFlight[relay]?.behind = []
     strandedPeersLost(behind, into: &actions)
   }

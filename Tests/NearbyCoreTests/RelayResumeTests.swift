@@ -247,4 +247,27 @@ struct RelayResumeTests {
     #expect(ReconnectTests.delivered(after).count == 3)
     #expect(net.nodes[a]!.windowHasRoom(r))
   }
+
+  /// A blip on alice's side (messages in flight: the resume sends them again), then one on
+  /// carol's: what waits for carol when she is back goes again (the first resume's note of
+  /// what it resent must not skip it).
+  @Test func aBlipOnEachSideInTurnLosesNothing() throws {
+    var net = network()
+    net.partition(a, r)
+    let first = try #require(send(&net, "first"))
+    _ = run(&net, for: .seconds(8))
+    net.heal(a, r)
+    let (resumed, texts) = run(&net, for: .seconds(10))
+    #expect(texts == ["first"])
+    #expect(ReconnectTests.delivered(resumed) == [first], "\(resumed)")
+    net.partition(c, r)
+    let second = try #require(send(&net, "second"))
+    let (during, _) = run(&net, for: .seconds(8))
+    #expect(during.contains(.unreachable(Fixture.carol)), "\(during)")
+    net.heal(c, r)
+    let (after, later) = run(&net, for: .seconds(15))
+    #expect(later == ["second"], "sent again once carol was back")
+    #expect(ReconnectTests.delivered(during + after) == [second])
+    #expect(ReconnectTests.failures(during + after).isEmpty)
+  }
 }
