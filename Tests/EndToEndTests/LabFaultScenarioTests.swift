@@ -49,6 +49,31 @@ extension ScriptedPeersEndToEnd {
       try checkTwentyMessages(run, fault: "pause bob", heal: "resume bob", figure: "bob stopped for 8 s")
     }
 
+    /// Alice — r — carol on two segments, alice's link down for 8 s while she sends to carol
+    /// through the relay: what she sent before the loss was noticed and what she sent after
+    /// (while carol stayed addressable) arrives once each, in order, and nothing is refused or
+    /// reported unreachable meanwhile.
+    @Test func aRelaysLinkFlapLosesAndRefusesNothing() async throws {
+      let run = try await runTimedLab(
+        ["lab", "--segments", "a,r", "--segments", "r,c", "--scripts", LabPaths.example("faults/relay-flap")], environment: service)
+      try await expectPassed(run)
+      let expected = (1...10).map { "before \($0)" } + (1...10).map { "during \($0)" } + ["bye"]
+      #expect(run.messages(at: "c", from: "a") == expected)
+      let cut = try #require(run.first("lab", containing: "link a down")).at
+      let reported = try #require(run.first("a", containing: "* lost the connection to r")).at
+      let back = try #require(run.first("a", containing: "* reconnected to r")).at
+      let during = run.lines(of: "a").filter { $0.at >= cut && $0.at <= back }
+      #expect(!during.contains { $0.text.contains("cannot be reached") }, "carol stayed addressable: \(during.map(\.text))")
+      #expect(!run.lines(of: "a").contains { $0.text.contains("not sent") || $0.text.contains("not delivered") })
+      let deliveries = run.lines(of: "a").filter { $0.text.hasPrefix("* delivered #") }
+      #expect(deliveries.count == 21)
+      let healed = try #require(run.first("lab", containing: "link a up")).at
+      let last = try #require(deliveries.count >= 20 ? deliveries[19] : nil).at
+      print(
+        "fault figures: alice's link to the relay down for 8 s: reported \(Self.seconds(reported - cut)) after the fault;"
+          + " back \(Self.seconds(back - healed)) after it ended; the 20th message confirmed \(Self.seconds(last - healed)) after")
+    }
+
     /// The 20 messages of a partition-like scenario: once each, in order, without an invitation
     /// after the first; prints how long after the heal the last one arrived.
     func checkTwentyMessages(_ run: TimedLabRun, fault: String, heal: String, figure: String) throws {

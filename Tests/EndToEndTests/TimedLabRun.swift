@@ -41,7 +41,9 @@ struct TimedLabRun: Sendable {
   /// The received message texts a host's chat printed (`[12:00:01] alice: text`), in order.
   func messages(at host: String, from sender: String) -> [String] {
     lines(of: host).compactMap { line in
-      guard line.text.hasPrefix("["), let range = line.text.range(of: "] \(sender): ") else { return nil }
+      guard line.text.hasPrefix("["),
+        let range = line.text.range(of: "] \(sender): ") ?? line.text.range(of: "] \(sender) (private): ")
+      else { return nil }
       return String(line.text[range.upperBound...])
     }
   }
