@@ -136,7 +136,7 @@ extension SessionStateMachine {
           routing.suspended.append(peerID)
         } else if let route = record.bestRoute, record.publicKey != nil, !isOffline(peerID) {
           routing.relayed[peerID] = route
-        } else if record.publicKey != nil, let stranded = strandedRoute(peerID) {
+        } else if record.publicKey != nil, !isOffline(peerID), let stranded = strandedRoute(peerID) {
           routing.relayed[peerID] = stranded.route
           if !stranded.live { routing.held.insert(stranded.route) }
         }

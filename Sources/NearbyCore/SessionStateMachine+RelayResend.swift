@@ -44,7 +44,8 @@ extension SessionStateMachine {
   /// The session with `relay` was lost on `route` and waits to resume: the peers reached
   /// only through it (`stranded`) stay addressable, and messages to them wait for the resume.
   mutating func relaySuspended(_ relay: PeerID, on route: ConnectionID, stranding stranded: [PeerID]) {
-    guard isSuspended(relay) else { return }
+    // (A relay forwards by its routes only: it keeps nothing for peers behind another relay.)
+    guard !isRelay, isSuspended(relay) else { return }
     if relayInFlight[relay] == nil { relayInFlight[relay] = RelayInFlight(connection: route) }
     for peer in stranded where peers[peer]?.isRelay != true && peers[peer]?.publicKey != nil { relayInFlight[relay]?.behind.insert(peer) }
   }
