@@ -66,9 +66,11 @@ extension SessionStateMachine {
   /// sent through it keeps waiting for its recipients' answers and goes again once the session
   /// is back; otherwise it fails now.
   mutating func relaySessionEnded(_ id: ConnectionID, peerID: PeerID, resuming: Bool = false, into actions: inout [SessionAction]) {
+    // Peers that were behind it while it was away, if its session ends before its roster came.
+    var stranded: Set<PeerID> = []
     if !resuming {
       failRelayed(through: id, reason: .connectionClosed(.connectionLost("the relay went away")), into: &actions)
-      relayInFlight[peerID] = nil
+      stranded = relayInFlight.removeValue(forKey: peerID)?.behind ?? []
     }
     var changed: [PeerID] = []
     for (other, record) in peers where record.routes[id] != nil {
@@ -81,6 +83,7 @@ extension SessionStateMachine {
     changed.append(peerID)
     federationSessionEnded(peerID, into: &actions)
     routesChanged(changed, from: id, wasDirect: peerID, into: &actions)
+    strandedPeersLost(stranded, into: &actions)
   }
 
   // MARK: Rosters

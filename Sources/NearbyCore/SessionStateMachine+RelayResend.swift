@@ -90,7 +90,7 @@ extension SessionStateMachine {
   /// Peers that were behind a relay while it was away and have no route now: they are
   /// reported unreachable only now (they were not while messages to them could wait), and
   /// what still waits for their answers has the grace period to see them back.
-  private mutating func strandedPeersLost(_ stranded: Set<PeerID>, into actions: inout [SessionAction]) {
+  mutating func strandedPeersLost(_ stranded: Set<PeerID>, into actions: inout [SessionAction]) {
     for peer in stranded.sorted() where !isStranded(peer) {
       guard let record = peers[peer], record.session == nil, record.routes.isEmpty else { continue }
       if record.announcedReachable {

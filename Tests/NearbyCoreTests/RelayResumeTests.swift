@@ -270,4 +270,26 @@ struct RelayResumeTests {
     #expect(ReconnectTests.delivered(during + after) == [second])
     #expect(ReconnectTests.failures(during + after).isEmpty)
   }
+
+  /// The relay's session resumes, its roster does not come, and the session ends: carol, who
+  /// was behind it, is reported unreachable then (and is no longer offered as reachable).
+  @Test func aRelayWhoseSessionEndsBeforeItsRosterCameLeavesItsPeersUnreachable() throws {
+    var net = network()
+    _ = relayAway(&net)
+    let held = try #require(send(&net, "held"))
+    net.rostersDropped.insert(a)
+    net.heal(a, r)
+    let (resumed, texts) = run(&net, for: .seconds(5))
+    #expect(resumed.contains(.reconnected(RelayStateMachineTests.r1)), "\(resumed)")
+    #expect(texts == ["held"])
+    #expect(ReconnectTests.delivered(resumed) == [held])
+    #expect(net.nodes[a]!.relayedPeers.map(\.peer.id) == [c], "still behind the relay: its roster has not come")
+    #expect(!resumed.contains(.unreachable(Fixture.carol)))
+    net.act(a) { m, x, now in m.leave(r, now: now, into: &x) }
+    net.run()
+    let events = net.take(a)
+    #expect(events.contains(.unreachable(Fixture.carol)), "\(events)")
+    #expect(net.nodes[a]!.relayedPeers.isEmpty)
+    #expect(send(&net, "refused") == nil)
+  }
 }

@@ -49,6 +49,8 @@ struct SimulatedNetwork {
   var untaken: [PeerID: [TakenMessage]] = [:]
   /// Nodes whose application does not take messages until ``take(messagesAt:)``.
   var slowApplications: Set<PeerID> = []
+  /// Nodes whose ROSTER frames are dropped on arrival (a relay's roster that never comes).
+  var rostersDropped: Set<PeerID> = []
   /// Delivery reports of settled messages, per node.
   var settled: [PeerID: [DeliveryReport]] = [:]
   /// FILE frames each node's machine handed to its shell, with their sender.
@@ -227,7 +229,10 @@ struct SimulatedNetwork {
       var frames: [Frame] = []
       var failure: FrameDecodingError?
       do {
-        while let frame = try decoder.next() { frames.append(frame) }
+        while let frame = try decoder.next() {
+          if case .roster = frame, rostersDropped.contains(node) { continue }
+          frames.append(frame)
+        }
       } catch {
         failure = error
       }
