@@ -29,6 +29,7 @@ public final class FaultyLink: Sendable {
     var pairs: [(Int32, Int32)] = []
     var stopped = false
     var accepted = 0
+    var endsHeldBack = 0
   }
   private let state = Mutex(State())
 
@@ -43,6 +44,11 @@ public final class FaultyLink: Sendable {
 
   /// How many connections were made through the link.
   public var acceptedConnections: Int { state.withLock { $0.accepted } }
+
+  /// How many times one side of a connection ended during a partition and the link held
+  /// that back from the other side. A test that heals the link after a peer gave up a
+  /// connection waits for this first: an end the link reads only after the heal is passed on.
+  public var endsHeldBack: Int { state.withLock { $0.endsHeldBack } }
 
   /// Lets bytes through, or drops them.
   public func set(_ mode: Mode) { state.withLock { $0.mode = mode } }
@@ -123,6 +129,7 @@ public final class FaultyLink: Sendable {
           // open: then that side hears nothing more (poll ignores a negative descriptor).
           if passing || ended[1 - index] { return }
           ended[index] = true
+          state.withLock { $0.endsHeldBack += 1 }
           fds[index].fd = -1
           continue
         }

@@ -30,6 +30,12 @@ struct SilentResumeTests {
     let transfer = try await bob.session.sendFiles(at: [source + "/note.bin"], to: alice.peer.id)
     let bobPeer = bob.peer
     _ = try await alice.expect("reconnecting", within: .seconds(5)) { if case .reconnecting(bobPeer, _) = $0 { true } else { nil } }
+    // Alice closed the old connection: the link must have held that end back before it
+    // heals, or it passes it on and bob sees the loss too (a loaded CI run failed so: the
+    // link's thread had not read alice's end yet when the test healed it).
+    let deadline = ContinuousClock.now + .seconds(10)
+    while link.endsHeldBack < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+    #expect(link.endsHeldBack >= 1, "the link saw alice's end of the old connection")
     link.set(.pass)
     _ = try await alice.expect("reconnected", within: .seconds(10)) { if case .reconnected(bobPeer) = $0 { true } else { nil } }
 
