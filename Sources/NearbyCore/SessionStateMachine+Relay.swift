@@ -111,7 +111,7 @@ extension SessionStateMachine {
       }
       connections[id]?.rosterRoutes = 0
     }
-    defer { if roster.kind == .full { strandedPeersSettled(on: id, into: &actions) } }
+    if roster.kind == .full { fullRosterCame(on: id, now: now) }
     var routes = connections[id]?.rosterRoutes ?? 0
     for entry in roster.entries where entry.peer.id != localPeer.id {
       let other = entry.peer.id
@@ -230,10 +230,14 @@ extension SessionStateMachine {
           }
         }
       } else if record.session == nil {
+        // A roster names a peer that waited behind a relay that was away: from now on it is
+        // where rosters say (another relay's, or the resumed one's), and what waits for it
+        // goes there (not twice over the resumed relay: resendRelayed(to:via:into:)).
+        let strandedBehind = record.routes.isEmpty ? nil : unstrand(other)
         if let route = record.bestRoute, let relay = connectionPeer(route), !isOffline(other) {
-          if !record.announcedReachable {
+          if !record.announcedReachable || strandedBehind != nil {
+            if !record.announcedReachable || strandedBehind != relay.id { actions.append(.emit(.reachable(record.peer, via: relay))) }
             peers[other]?.announcedReachable = true
-            actions.append(.emit(.reachable(record.peer, via: relay)))
             relayedBack(other)
             resendRelayed(to: other, via: route, into: &actions)
           }

@@ -22,6 +22,9 @@ extension SessionStateMachine {
     /// them wait here (sealed, in the window) until the session resumes, and go then. Kept
     /// until the relay's first full roster after the resume says where they are now.
     var behind: Set<PeerID> = []
+    /// When the relay's roster after the resume counts as complete (a full roster may take
+    /// several frames): then the peers still behind it, not named, are unreachable.
+    var settleAt: Duration?
 
     init(connection: ConnectionID) {
       self.connection = connection
@@ -45,7 +48,7 @@ extension SessionStateMachine {
   /// only through it (`stranded`) stay addressable, and messages to them wait for the resume.
   mutating func relaySuspended(_ relay: PeerID, on route: ConnectionID, stranding stranded: [PeerID]) {
     // (A relay forwards by its routes only: it keeps nothing for peers behind another relay.)
-    guard !isRelay, isSuspended(relay) else { return }
+    guard !isRelay, reconnection.sessions[relay]?.resumable == true else { return }
     if relayInFlight[relay] == nil { relayInFlight[relay] = RelayInFlight(connection: route) }
     for peer in stranded where peers[peer]?.isRelay != true && peers[peer]?.publicKey != nil { relayInFlight[relay]?.behind.insert(peer) }
   }
@@ -67,6 +70,15 @@ extension SessionStateMachine {
     relayInFlight.values.contains { $0.behind.contains(peer) }
   }
 
+  /// A roster names a peer that was behind a relay while it was away: it is where rosters say
+  /// from now on. - Returns: the relay it was behind, if it was.
+  mutating func unstrand(_ peer: PeerID) -> PeerID? {
+    guard !relayInFlight.isEmpty else { return nil }
+    var relay: PeerID?
+    for key in relayInFlight.keys.sorted() where relayInFlight[key]?.behind.remove(peer) != nil { relay = relay ?? key }
+    return relay
+  }
+
   /// A sealed message for peers behind a relay whose session waits to resume: kept, and sent
   /// when the session resumes (``resendRelayed(_:on:into:)``).
   mutating func holdRelayed(_ envelope: Frame.Message, for route: ConnectionID) {
@@ -74,17 +86,33 @@ extension SessionStateMachine {
     relayInFlight[relay]?.window.append(envelope)
   }
 
-  /// A full roster from the relay on `id` (the first after a resume, usually): the peers that
-  /// were behind it are where that roster says, and those it no longer names are unreachable
-  /// now. Its recipients that the resume's resend skipped have been skipped: from now on, one
-  /// that becomes reachable again gets its copies again (a stale entry would skip that once,
-  /// and leave them waiting until the next resume).
-  mutating func strandedPeersSettled(on id: ConnectionID, into actions: inout [SessionAction]) {
-    guard let relay = connection(id, { $0.peerID }) ?? nil, relayInFlight[relay]?.connection == id else { return }
-    relayInFlight[relay]?.resentOnResume = []
-    guard let behind = relayInFlight[relay]?.behind, !behind.isEmpty else { return }
-    relayInFlight[relay]?.behind = []
-    strandedPeersLost(behind, into: &actions)
+  /// How long after the first frame of a full roster the rest of it is waited for.
+  static let rosterSettleDelay = Duration.seconds(1)
+
+  /// A full roster from the relay on `id` (the first after a resume, usually): it and the
+  /// frames that follow it within ``rosterSettleDelay`` say where the peers behind the relay
+  /// are (each peer they name leaves `behind` as its entry comes: ``unstrand(_:)``).
+  mutating func fullRosterCame(on id: ConnectionID, now: Duration) {
+    guard let relay = connection(id, { $0.peerID }) ?? nil, relayInFlight[relay]?.connection == id,
+      relayInFlight[relay]?.settleAt == nil
+    else { return }
+    relayInFlight[relay]?.settleAt = now + Self.rosterSettleDelay
+  }
+
+  /// Rosters that came after resumes and are complete now: the peers they did not name are
+  /// unreachable. And the recipients that a resume's resend skipped have been skipped: from
+  /// now on, one that becomes reachable again gets its copies again (a stale entry would skip
+  /// that once, and leave them waiting until the next resume).
+  mutating func settleRostersAfterResumes(now: Duration, into actions: inout [SessionAction]) {
+    guard !relayInFlight.isEmpty else { return }
+    for relay in relayInFlight.keys.sorted() {
+      guard let settleAt = relayInFlight[relay]?.settleAt, settleAt <= now else { continue }
+      relayInFlight[relay]?.settleAt = nil
+      relayInFlight[relay]?.resentOnResume = []
+      guard let behind = relayInFlight[relay]?.behind, !behind.isEmpty else { continue }
+      relayInFlight[relay]?.behind = []
+      strandedPeersLost(behind, into: &actions)
+    }
   }
 
   /// Peers that were behind a relay while it was away and have no route now: they are
@@ -186,6 +214,7 @@ extension SessionStateMachine {
   /// a federation knows the recipient offline (it stores such messages and delivers them when
   /// the recipient is back, 9.6), when only our copies of them go.
   mutating func runRelayedAway(now: Duration, into actions: inout [SessionAction]) {
+    settleRostersAfterResumes(now: now, into: &actions)
     guard !relayedAwayNoticed.isEmpty || !relayedAwayDeadlines.isEmpty else { return }
     for peer in relayedAwayNoticed { relayedAwayDeadlines[peer] = now + configuration.reconnectGrace }
     relayedAwayNoticed = []

@@ -292,4 +292,72 @@ struct RelayResumeTests {
     #expect(net.nodes[a]!.relayedPeers.isEmpty)
     #expect(send(&net, "refused") == nil)
   }
+
+  /// Carol waits behind r1, which is away; she joins r2, which alice also has a session with:
+  /// what waited for her goes through r2 at once (r1 never comes back).
+  @Test func aPeerWaitingBehindARelayThatIsAwayIsReachedThroughAnotherRelay() throws {
+    var net = network { $0.reconnectGrace = .seconds(20) }
+    let r2 = RelayStateMachineTests.r2
+    net.add(r2, policy: .all) { $0.capabilities = .relay }
+    net.discoverAll()
+    net.act(a) { m, x, now in m.invite(r2.id, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    _ = relayAway(&net)
+    let held = try #require(send(&net, "held"))
+    net.act(c) { m, x, now in m.invite(r2.id, context: [], now: now, into: &x) }
+    let (events, texts) = run(&net, for: .seconds(3))
+    #expect(events.contains(.reachable(Fixture.carol, via: r2)), "\(events)")
+    #expect(texts == ["held"], "sent through r2 as soon as r2 named carol")
+    #expect(ReconnectTests.delivered(events) == [held])
+    let later = try #require(send(&net, "later"))
+    let (more, after) = run(&net, for: .seconds(30))
+    #expect(after == ["later"])
+    #expect(ReconnectTests.delivered(more) == [later])
+    #expect(ReconnectTests.failures(events + more).isEmpty, "r1's grace ended: nothing waited for it any more")
+    #expect(net.nodes[a]!.relayCopiesKept == 0)
+  }
+
+  /// The relay comes back and its roster names carol at once: she is not reported unreachable
+  /// or reachable again, and what waited went once, at the resume.
+  @Test func theResumedRelaysRosterKeepsCarolWithoutANewReport() throws {
+    var net = network()
+    _ = relayAway(&net)
+    let held = try #require(send(&net, "held"))
+    net.heal(a, r)
+    let (events, texts) = run(&net, for: .seconds(10))
+    #expect(texts == ["held"])
+    #expect(ReconnectTests.delivered(events) == [held])
+    #expect(!events.contains { $0.kind == "reachable" || $0.kind == "unreachable" }, "\(events)")
+    #expect(messagesSent(net, by: a).filter { $0 == held.rawValue }.count == 1)
+  }
+
+  /// The relay dialled alice and resumes on a new connection before alice noticed the old one
+  /// was lost (the session moves): carol is neither reported unreachable nor forgotten, and a
+  /// message to her is not refused meanwhile.
+  @Test func aRelaySessionThatMovesKeepsItsPeersAddressable() throws {
+    var net = SimulatedNetwork()
+    net.add(RelayStateMachineTests.r1, policy: .all) { $0.capabilities = .relay }
+    net.add(Fixture.alice, policy: .all)
+    net.add(Fixture.carol, policy: .all)
+    net.discoverAll()
+    net.act(r) { m, x, now in m.invite(a, context: [], now: now, into: &x) }
+    net.act(c) { m, x, now in m.invite(r, context: [], now: now, into: &x) }
+    net.run()
+    for id in net.nodes.keys { _ = net.take(id) }
+    net.silence(from: a, to: r)
+    net.advance(by: .seconds(1))
+    net.silence(from: r, to: a)
+    var events: [SessionEvent] = []
+    var ids: [MessageID] = []
+    for step in 0..<150 {
+      net.advance(by: .milliseconds(100))
+      events += net.take(a)
+      if step % 10 == 0 { ids.append(try #require(send(&net, "m\(step)"), "refused at \(step): \(events)")) }
+    }
+    #expect(net.moved[a]?.isEmpty == false, "the session moved to the relay's new connection")
+    #expect(!events.contains { $0.kind == "unreachable" }, "\(events)")
+    #expect(ReconnectTests.failures(events).isEmpty, "\(events)")
+    #expect(Set(ReconnectTests.delivered(events)) == Set(ids))
+  }
 }
