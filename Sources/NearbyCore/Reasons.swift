@@ -139,6 +139,25 @@ public struct UndeliverableReason: RawRepresentable, Hashable, Sendable, CustomS
     default: "undeliverable (reason \(rawValue))"
     }
   }
+
+  /// What happened and what to do, for people: a sentence that says the cause and, where
+  /// there is one, the remedy, then the reason's name (``description``), or its number when
+  /// this version does not know it, in parentheses.
+  public var explanation: String {
+    let cause =
+      switch rawValue {
+      case 1: "no relay on the way knows the recipient now (it left, or the relay behind it is away); send again once it is reachable"
+      case 2: "the recipient's queue at a relay was full because it reads too slowly; send again later"
+      case 3:
+        "it crossed as many relays as its hop limit allows without reaching the recipient, so the relays may be linked in a loop; check how they connect"
+      case 4: "it reached a peer that is not among its recipients (a sender that does not follow the protocol)"
+      case 5: "a federated relay keeps it until the recipient connects at any site"
+      case 6: "the federation kept it for the recipient, who did not connect before its age limit"
+      case 7: "the federation could not keep it for the recipient, who is offline, because its store is full or unavailable; send again later"
+      default: "a peer reported a reason this version does not know; updating Nearby may say more"
+      }
+    return "\(cause) (\((1...7).contains(rawValue) ? description : "reason \(rawValue)"))"
+  }
 }
 
 /// The kind of a ROSTER frame (on the wire, bit 7 of the kind byte says that the entries

@@ -141,7 +141,7 @@ public enum UndeliveredReason: Hashable, Sendable, CustomStringConvertible {
   case connectionClosed(DisconnectReason)
   /// The connection's send queue is full: the peer reads too slowly.
   case queueFull
-  /// A peer or relay reported it could not deliver.
+  /// A peer or relay reported it could not deliver (the description explains why).
   case remote(UndeliverableReason)
   /// The session shut down first.
   case shuttingDown
@@ -154,7 +154,7 @@ public enum UndeliveredReason: Hashable, Sendable, CustomStringConvertible {
     case .notConnected: "not connected"
     case .connectionClosed(let reason): "the connection closed before delivery was confirmed (\(reason))"
     case .queueFull: "the send queue is full (the peer reads too slowly)"
-    case .remote(let reason): "reported undeliverable (\(reason))"
+    case .remote(let reason): reason.explanation
     case .shuttingDown: "the session shut down"
     case .sealingFailed(let detail): "it could not be sealed end to end (\(detail))"
     }

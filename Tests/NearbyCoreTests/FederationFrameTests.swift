@@ -47,4 +47,17 @@ struct FederationFrameTests {
     #expect(UndeliverableReason.storeFailed.description == "storeFailed")
     #expect(UndeliverableReason(rawValue: 9).description == "undeliverable (reason 9)")
   }
+
+  /// People read the explanation: a cause in words, then the reason's name; where the
+  /// sender can do something, it says what.
+  @Test(arguments: [
+    (1, "send again once it is reachable"), (2, "send again later"), (3, "check how they connect"), (4, "does not follow the protocol"),
+    (5, "until the recipient connects"), (6, "age limit"), (7, "send again later"), (9, "updating Nearby may say more"),
+  ])
+  func everyReasonIsExplained(rawValue: UInt8, remedy: String) {
+    let reason = UndeliverableReason(rawValue: rawValue)
+    #expect(reason.explanation.hasSuffix(rawValue == 9 ? "; updating Nearby may say more (reason 9)" : " (\(reason.description))"))
+    #expect(reason.explanation.contains(remedy))
+    #expect(UndeliveredReason.remote(reason).description == reason.explanation)
+  }
 }

@@ -224,8 +224,12 @@ struct RelayResumeTests {
     let (after, texts) = run(&net, for: .seconds(40))
     #expect(texts.isEmpty)
     #expect(ReconnectTests.failures(after) == [held], "reported, not lost: \(after)")
-    let reasons = after.compactMap { if case .error(.undelivered(_, _, _, let reason)) = $0 { "\(reason)" } else { nil } }
-    #expect(reasons == ["reported undeliverable (unknownRecipient)"], "the relay said it does not know carol now")
+    let reasons = after.compactMap { if case .error(.undelivered(_, _, _, let reason)) = $0 { reason } else { nil } }
+    #expect(reasons == [.remote(.unknownRecipient)], "the relay said it does not know carol now")
+    #expect(
+      reasons.first?.description
+        == "no relay on the way knows the recipient now (it left, or the relay behind it is away); send again once it is reachable (unknownRecipient)"
+    )
     #expect(!net.nodes[a]!.hasPendingDeliveries)
     #expect(net.nodes[a]!.relayCopiesKept == 0)
     #expect(send(&net, "refused") == nil, "the relay no longer names carol")
