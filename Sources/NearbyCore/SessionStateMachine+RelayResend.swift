@@ -87,7 +87,7 @@ extension SessionStateMachine {
   }
 
   /// How long after the first frame of a full roster the rest of it is waited for.
-  static let rosterSettleDelay = Duration.seconds(1)
+  package static let rosterSettleDelay = Duration.seconds(1)
 
   /// A full roster from the relay on `id` (the first after a resume, usually): it and the
   /// frames that follow it within ``rosterSettleDelay`` say where the peers behind the relay

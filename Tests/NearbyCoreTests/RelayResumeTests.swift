@@ -364,4 +364,69 @@ struct RelayResumeTests {
     #expect(ReconnectTests.failures(events).isEmpty, "\(events)")
     #expect(Set(ReconnectTests.delivered(events)) == Set(ids))
   }
+
+  /// Heals alice's link to the relay and runs until the session has resumed (the relay's
+  /// roster comes in the same step): what alice was told, and the texts carol was handed.
+  func resume(_ net: inout SimulatedNetwork) -> (alice: [SessionEvent], carol: [String]) {
+    net.heal(a, r)
+    var events: [SessionEvent] = []
+    var texts: [String] = []
+    let end = net.now + .seconds(30)
+    while net.now < end, !events.contains(.reconnected(RelayStateMachineTests.r1)) {
+      net.advance(by: .milliseconds(100))
+      events += net.take(a)
+      texts += net.receivedTexts(c)
+    }
+    return (events, texts)
+  }
+
+  /// The relay's full roster after the resume comes in two frames, as a relay with more than
+  /// 4096 peers sends it, and only the second names carol: within the settle delay she is
+  /// neither reported unreachable nor forgotten, and a message to her goes through the relay.
+  @Test func aFullRosterOfSeveralFramesKeepsCarolUntilItsLastFrame() throws {
+    var net = network()
+    _ = relayAway(&net)
+    let held = try #require(send(&net, "held"))
+    net.rosterEntriesLate[a] = [c]
+    var (events, texts) = resume(&net)
+    #expect(events.contains(.reconnected(RelayStateMachineTests.r1)), "\(events)")
+    #expect(net.rosterRest[a]?.map(\.entry.peer.id) == [c], "the first frame came without carol")
+    let (meanwhile, moreTexts) = run(&net, for: .milliseconds(600))
+    events += meanwhile
+    texts += moreTexts
+    #expect(texts == ["held"])
+    #expect(net.nodes[a]!.relayedPeers.map(\.peer.id) == [c], "still behind the relay")
+    let between = try #require(send(&net, "between frames"), "a message to carol is not refused")
+    net.rosterEntriesLate[a] = nil
+    net.deliverRosterRest(to: a)
+    let (after, lastTexts) = run(&net, for: .seconds(3))
+    events += after
+    #expect(lastTexts == ["between frames"])
+    #expect(ReconnectTests.delivered(events) == [held, between])
+    #expect(ReconnectTests.failures(events).isEmpty, "\(events)")
+    #expect(!events.contains { $0.kind == "reachable" || $0.kind == "unreachable" }, "\(events)")
+    #expect(net.nodes[a]!.relayedPeers.map(\.peer.id) == [c])
+  }
+
+  /// The same, with the second frame later than the settle delay: carol is reported
+  /// unreachable when the delay ends (a message to her is refused then), and reachable again
+  /// through the relay when the frame comes.
+  @Test func aRosterFrameLaterThanTheSettleDelayReportsCarolAwayAndBack() throws {
+    var net = network()
+    _ = relayAway(&net)
+    net.rosterEntriesLate[a] = [c]
+    var (events, _) = resume(&net)
+    let (settled, _) = run(&net, for: SessionStateMachine.rosterSettleDelay + .milliseconds(500))
+    events += settled
+    #expect(events.filter { $0.kind == "unreachable" } == [.unreachable(Fixture.carol)], "\(events)")
+    #expect(send(&net, "refused") == nil)
+    net.rosterEntriesLate[a] = nil
+    net.deliverRosterRest(to: a)
+    let (back, _) = run(&net, for: .milliseconds(200))
+    #expect(back.filter { $0.kind == "reachable" } == [.reachable(Fixture.carol, via: RelayStateMachineTests.r1)], "\(back)")
+    let later = try #require(send(&net, "later"))
+    let (delivered, texts) = run(&net, for: .seconds(2))
+    #expect(texts == ["later"])
+    #expect(ReconnectTests.delivered(delivered) == [later])
+  }
 }

@@ -51,6 +51,13 @@ struct SimulatedNetwork {
   var slowApplications: Set<PeerID> = []
   /// Nodes whose ROSTER frames are dropped on arrival (a relay's roster that never comes).
   var rostersDropped: Set<PeerID> = []
+  /// Per node, peers whose entries are taken out of the `full` ROSTER frames it receives and
+  /// kept in ``rosterRest``: the later frames of a full roster of several frames, still on
+  /// their way (``deliverRosterRest(to:)`` hands them on).
+  var rosterEntriesLate: [PeerID: Set<PeerID>] = [:]
+  /// Entries taken out of full rosters (``rosterEntriesLate``), per node, with the connection
+  /// they came on.
+  var rosterRest: [PeerID: [(connection: ConnectionID, entry: Frame.Roster.Entry)]] = [:]
   /// Delivery reports of settled messages, per node.
   var settled: [PeerID: [DeliveryReport]] = [:]
   /// FILE frames each node's machine handed to its shell, with their sender.
@@ -231,6 +238,12 @@ struct SimulatedNetwork {
       do {
         while let frame = try decoder.next() {
           if case .roster = frame, rostersDropped.contains(node) { continue }
+          if case .roster(var roster) = frame, roster.kind == .full, let late = rosterEntriesLate[node] {
+            rosterRest[node, default: []] += roster.entries.filter { late.contains($0.peer.id) }.map { (connection, $0) }
+            roster.entries.removeAll { late.contains($0.peer.id) }
+            frames.append(.roster(roster))
+            continue
+          }
           frames.append(frame)
         }
       } catch {
@@ -259,6 +272,17 @@ struct SimulatedNetwork {
       }
       run()
     }
+  }
+
+  /// The rest of the full rosters `node` received (``rosterEntriesLate``) arrives now: each
+  /// connection's as one `add` frame, as a relay sends the frames after a full roster's first.
+  mutating func deliverRosterRest(to node: PeerID) {
+    let rest = rosterRest.removeValue(forKey: node) ?? []
+    for connection in Set(rest.map(\.connection)).sorted() {
+      let roster = Frame.Roster(kind: .add, entries: rest.filter { $0.connection == connection }.map(\.entry))
+      act(node) { machine, actions, now in machine.received([.roster(roster)], on: connection, now: now, into: &actions) }
+    }
+    run()
   }
 
   /// Removes and returns the events a node reported so far.
