@@ -256,4 +256,43 @@ struct FederationStateMachineTests {
     #expect(fed.net.take(a) == [.unreachable(Fixture.carol)])
     #expect(fed.net.nodes[a]!.site(of: c)?.isOnline == false)
   }
+
+  /// Alice's relay is away for a moment while carol goes offline at her site, and alice writes
+  /// to carol meanwhile: the message waits for the relay, the resumed relay's roster names
+  /// carol offline, and alice reports her unreachable once. The message is stored by the
+  /// federation (queued, nothing failed, no copy kept) and delivered when carol connects again.
+  @Test func aPeerWaitingBehindARelayThatIsAwayAndThatWentOfflineIsQueuedNotLost() throws {
+    var fed = federation()
+    _ = fed.net.take(a)
+    fed.net.partition(a, Self.r1.id)
+    var events: [SessionEvent] = []
+    for _ in 0..<80 where !events.contains(.reconnecting(Self.r1, attempt: 1)) {
+      fed.advance(by: .milliseconds(100))
+      events += fed.net.take(a)
+    }
+    #expect(events.contains(.reconnecting(Self.r1, attempt: 1)), "\(events)")
+    fed.net.act(c) { m, x, now in m.leave(Self.r3.id, now: now, into: &x) }
+    fed.run()
+    let held = try #require(
+      fed.net.act(a) { m, x, now in try? m.sendMessage(Array("while away".utf8), to: .peers([c]), timestamp: 1, now: now, into: &x).id })
+    #expect(!events.contains(.unreachable(Fixture.carol)), "stranded behind r1, not unreachable yet: \(events)")
+    fed.net.heal(a, Self.r1.id)
+    for _ in 0..<300 where !events.contains(.reconnected(Self.r1)) {
+      fed.advance(by: .milliseconds(100))
+      events += fed.net.take(a)
+    }
+    fed.advance(by: .seconds(3))
+    events += fed.net.take(a)
+    #expect(events.contains(.reconnected(Self.r1)), "\(events)")
+    #expect(fed.net.nodes[a]!.site(of: c) == PeerSite(name: "site3", isOnline: false))
+    #expect(events.filter { $0.kind == "unreachable" } == [.unreachable(Fixture.carol)], "reported once: \(events)")
+    #expect(!events.contains { $0.kind == "reachable" }, "\(events)")
+    #expect(events.contains(.queued(messageID: held, to: Fixture.carol)), "\(events)")
+    #expect(ReconnectTests.failures(events).isEmpty, "\(events)")
+    #expect(fed.net.nodes[a]!.relayCopiesKept == 0, "stored by the federation: alice keeps no copy")
+    fed.connect(c, to: Self.r2.id)
+    fed.run()
+    #expect(messages(fed.net.take(c)).map { String(decoding: $0.body, as: UTF8.self) } == ["while away"])
+    #expect(fed.net.take(a).contains(.delivered(messageID: held, to: Fixture.carol)))
+  }
 }
