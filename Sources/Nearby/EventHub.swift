@@ -93,6 +93,11 @@ final class EventHub: Sendable {
     elements.withUnsafeBufferPointer { publish($0) }
   }
 
+  /// Publishes events in order, from storage kept elsewhere (no copy of the slice first).
+  func publish(_ elements: ArraySlice<Publication>) {
+    elements.withUnsafeBufferPointer { publish($0) }
+  }
+
   func publish(_ element: Element, claim: Claim? = nil) {
     var one = Publication(element: element, claim: claim)
     withUnsafePointer(to: &one) { publish(UnsafeBufferPointer(start: $0, count: 1)) }

@@ -39,6 +39,7 @@ extension NearbySession {
     case .closed(let id, let detail):
       connections[id] = nil
       untaken[id] = nil
+      if !guards.heldBack.isEmpty { releaseHeldBack(of: id) }
       machine.connectionClosed(id, detail: detail, now: now, into: &actions)
       connectionReady(id)
     case .writable(let id):
@@ -183,6 +184,7 @@ extension NearbySession {
       }
       pendingAcknowledgementBytes += bytes
       guards.untakenBytes -= bytes
+      guards.untakenMessages -= messages
       guard let slot = untaken.index(forKey: connection) else { continue }
       untaken.values[slot].messages -= messages
       untaken.values[slot].bytes -= bytes
@@ -193,6 +195,7 @@ extension NearbySession {
       }
     }
     resumeConnectionsPausedForAll()
+    if !guards.heldBack.isEmpty { publishHeldBack() }
     if pendingAcknowledgements.count >= Self.acknowledgementBatch.messages || pendingAcknowledgementBytes >= Self.acknowledgementBatch.bytes {
       sendAcknowledgements()
     } else if !loop.inLoop {
@@ -231,6 +234,8 @@ extension NearbySession {
     }
     // Received messages are counted per run of one connection's, not one by one.
     var counting: (connection: ConnectionID, messages: Int, bytes: Int)?
+    // Received messages of this call, published or held back (not counted as untaken yet).
+    var decidedInRun = 0
     for action in actions {
       switch action {
       case .connect(let id, let endpoints):
@@ -261,13 +266,21 @@ extension NearbySession {
           if mode == .now {
             connections[id] = nil
             untaken[id] = nil
+            if !guards.heldBack.isEmpty {
+              flush(&delivered)
+              releaseHeldBack(of: id)
+            }
           }
         }
       case .emit(let event):
-        if case .delivered = event {
+        if case .delivered(_, let peer) = event {
           // Acknowledgements come by the hundred (one DELIVERED answers a batch): they reach
           // the hub in one publish with the messages around them. (``emit(_:)`` has nothing
-          // else to do for them.)
+          // else to do for them.) Not before the peer's messages held back.
+          if !guards.heldBack.isEmpty {
+            flush(&delivered)
+            releaseHeldBack(from: peer.id)
+          }
           delivered.append(EventHub.Publication(element: .session(event)))
           continue
         }
@@ -276,7 +289,15 @@ extension NearbySession {
       case .deliver(let message, let connection):
         let claim = MessageClaim(
           taken: TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue), bytes: message.body.count)
-        delivered.append(EventHub.Publication(element: .session(.message(message)), claim: claim))
+        let publication = EventHub.Publication(element: .session(.message(message)), claim: claim)
+        // Usually far fewer than a fair share wait in the hub, or there is one connection: no lookup.
+        decidedInRun += 1
+        if guards.heldBack.isEmpty && (guards.untakenMessages + decidedInRun <= Self.fairShare || connections.count < 2) {
+          delivered.append(publication)
+        } else {
+          let decided = (untaken[connection]?.messages ?? 0) + (counting?.connection == connection ? counting!.messages : 0)
+          admit(publication, from: connection, decided: decided, into: &delivered)
+        }
         if counting?.connection == connection {
           counting!.messages += 1
           counting!.bytes += claim.bytes
@@ -322,7 +343,7 @@ extension NearbySession {
   static var spareCapacity: Int { 4096 }
 
   /// Publishes a run of received messages at once (one lock of the hub per batch).
-  private func flush(_ delivered: inout [EventHub.Publication]) {
+  func flush(_ delivered: inout [EventHub.Publication]) {
     guard !delivered.isEmpty else { return }
     hub.publish(delivered)
     delivered.removeAll(keepingCapacity: true)
@@ -342,6 +363,7 @@ extension NearbySession {
     untaken.values[index].bytes += bytes
     let count = untaken.values[index]
     guards.untakenBytes += bytes
+    guards.untakenMessages += messages
     if untakenStopsReading(id, count), let socket = connections[id], !socket.isReadingPaused {
       socket.pauseReading()
       machine.readingPaused(id, true, now: now)
@@ -375,6 +397,9 @@ extension NearbySession {
   }
 
   func emit(_ event: SessionEvent) {
+    // Nothing overtakes a message held back (a peer's "disconnected" came before its last
+    // messages): what waits goes first (rare events; "delivered" does not come here).
+    if !guards.heldBack.isEmpty { releaseHeldBack(from: nil) }
     hub.publish(.session(event))
     switch event {
     case .connected(let peer, _):

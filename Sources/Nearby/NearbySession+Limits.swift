@@ -20,6 +20,12 @@ final class SessionGuards: @unchecked Sendable {
   /// Connections not read because all together hold too much untaken: read again once the
   /// total is down to half.
   @exclusivity(unchecked) var pausedForAll: Set<ConnectionID> = []
+  /// Received messages not yet taken by the application, all connections together (those in
+  /// the hub and those held back from it).
+  @exclusivity(unchecked) var untakenMessages = 0
+  /// Received messages of connections that have their fair share in the hub already, in
+  /// arrival order: published as the application takes theirs (NearbySession+FairShare.swift).
+  @exclusivity(unchecked) var heldBack: [ConnectionID: HeldMessages] = [:]
 
   init(_ configuration: SessionConfiguration) {
     budget = ReceiveBudget(maximumBytes: configuration.maximumPartialFrameBytes)

@@ -178,6 +178,8 @@ public actor NearbySession {
       gate.open()
     }
     await performShutdown()
+    // Received messages still held back for fairness reach the application before the end.
+    if !guards.heldBack.isEmpty { releaseHeldBack(from: nil) }
     transportSink = nil
     await loop.shutdown()
     state = .stopped

@@ -1,0 +1,149 @@
+import Nearby
+import NearbyTestSupport
+import Testing
+
+/// A peer that floods a session does not push another peer's messages far back in the
+/// session's one event sequence (NearbySession+FairShare.swift), and what is held back for
+/// fairness keeps its order and is never overtaken by a later event about its peer.
+@Suite("Fair shares of the event sequence")
+struct FairShareTests {
+  static let floodCount = 1000
+
+  /// alice, whose application takes nothing until the test reads her events; bob floods her
+  /// with `floodCount` numbered 8-byte messages, then carol sends one. - Returns: alice's
+  /// session and events, and the running senders.
+  func flooded() async throws -> (
+    alice: NearbySession, events: SessionEvents.Iterator, run: Task<Void, any Error>, bob: RunningSession, carol: RunningSession
+  ) {
+    var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName("alice"))
+    configuration.advertise = false
+    configuration.browse = false
+    configuration.listenHost = "127.0.0.1"
+    configuration.acceptPolicy = .all
+    let alice = try NearbySession(configuration: configuration)
+    let events = alice.events.makeAsyncIterator()
+    let run = Task { try await alice.run() }
+    let port = try #require(await alice.waitUntilListening())
+    var senders: [RunningSession] = []
+    for name in ["bob", "carol"] {
+      let sender = try await RunningSession.start(name)
+      await sender.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: port)])
+      _ = try await sender.expect("connected") { if case .connected = $0 { true } else { nil } }
+      senders.append(sender)
+    }
+    let (bob, carol) = (senders[0], senders[1])
+    let aliceID = alice.configuration.peer.id
+    for index in 0..<Self.floodCount {
+      _ = try await bob.session.send(Array(Self.floodText(index).utf8), to: .peers([aliceID]))
+    }
+    try await untaken(alice, reaches: Self.floodCount * 8)
+    _ = try await carol.session.send(Array("hello".utf8), to: .peers([aliceID]))
+    try await untaken(alice, reaches: Self.floodCount * 8 + 5)
+    return (alice, events, run, bob, carol)
+  }
+
+  static func floodText(_ index: Int) -> String {
+    let digits = String(index)
+    return "b" + String(repeating: "0", count: 7 - digits.count) + digits
+  }
+
+  /// Whether `texts` are bob's messages, each once, in order.
+  static func inOrder(_ texts: [String]) -> Bool { texts == (0..<floodCount).map(floodText) }
+
+  /// Where `texts` first differ from bob's messages in order (short, for a failure).
+  static func disorder(_ texts: [String]) -> String {
+    let expected = (0..<floodCount).map(floodText)
+    guard let index = texts.indices.first(where: { $0 < expected.count && texts[$0] != expected[$0] }) else {
+      return "\(texts.count) of \(floodCount)"
+    }
+    return "\(texts.count) of \(floodCount); at \(index): \(texts[index]), not \(expected[index])"
+  }
+
+  /// Waits until alice holds `bytes` of messages her application has not taken.
+  func untaken(_ alice: NearbySession, reaches bytes: Int) async throws {
+    let deadline = ContinuousClock.now + .seconds(20)
+    while await alice.untakenFigures.bytes < bytes {
+      guard ContinuousClock.now < deadline else {
+        Issue.record("alice holds \(await alice.untakenFigures.bytes) bytes untaken, not \(bytes)")
+        throw CancellationError()
+      }
+      try await Task.sleep(for: .milliseconds(20))
+    }
+  }
+
+  @Test func aFloodingPeerPutsAtMostAFairShareAheadOfAnotherPeersMessage() async throws {
+    let (alice, iterator, run, bob, carol) = try await flooded()
+    var events = iterator
+    var texts: [String] = []
+    while texts.count < Self.floodCount + 1, let event = await events.next() {
+      if case .message(let message) = event { texts.append(String(decoding: message.body, as: UTF8.self)) }
+    }
+    let ahead = try #require(texts.firstIndex(of: "hello"), "carol's message never came: \(texts.suffix(3))")
+    // Without the fair share, all 1000 of bob's came first.
+    #expect(ahead <= NearbySession.fairShare, "\(ahead) of bob's messages came before carol's")
+    let bobs = texts.filter { $0 != "hello" }
+    let ordered = Self.inOrder(bobs)
+    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
+    for _ in 0..<Self.floodCount { _ = try await bob.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
+    _ = try await carol.expect("delivered") { if case .delivered = $0 { true } else { nil } }
+    try await bob.stop()
+    try await carol.stop()
+    await alice.shutdown()
+    try await run.value
+  }
+
+  /// bob leaves while most of his messages are held back: alice's application still gets
+  /// every one of them, and only then hears that he left.
+  @Test func aPeerThatLeavesIsReportedAfterItsMessagesHeldBack() async throws {
+    let (alice, iterator, run, bob, carol) = try await flooded()
+    var events = iterator
+    try await bob.stop()
+    // Until alice has seen bob's goodbye (his connection is gone).
+    let deadline = ContinuousClock.now + .seconds(10)
+    while await alice.connectedPeers.contains(where: { $0.id == bob.peer.id }), ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    var bobs: [String] = []
+    var leftAfter: Int?
+    while leftAfter == nil, let event = await events.next() {
+      switch event {
+      case .message(let message) where message.from.id == bob.peer.id: bobs.append(String(decoding: message.body, as: UTF8.self))
+      case .disconnected(let peer, _) where peer.id == bob.peer.id: leftAfter = bobs.count
+      default: break
+      }
+    }
+    #expect(leftAfter == Self.floodCount, "bob was reported gone after \(leftAfter.map(String.init) ?? "none") of his messages")
+    let ordered = Self.inOrder(bobs)
+    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
+    try await carol.stop()
+    await alice.shutdown()
+    try await run.value
+  }
+
+  /// bob's receipt for alice's message came after his flood on the wire: alice's application
+  /// sees it after all of bob's messages, though most of them were held back.
+  @Test func aReceiptDoesNotOvertakeItsPeersMessagesHeldBack() async throws {
+    let (alice, iterator, run, bob, carol) = try await flooded()
+    var events = iterator
+    let ping = try await alice.send(Array("ping".utf8), to: .peers([bob.peer.id]))
+    _ = try await bob.expect("alice's ping") { if case .message(let message) = $0, message.body == Array("ping".utf8) { true } else { nil } }
+    // Until bob's receipt reached alice (it leaves within a millisecond: acknowledgementDelay).
+    try await Task.sleep(for: .milliseconds(300))
+    var bobs: [String] = []
+    var receiptAfter: Int?
+    while receiptAfter == nil, let event = await events.next() {
+      switch event {
+      case .message(let message) where message.from.id == bob.peer.id: bobs.append(String(decoding: message.body, as: UTF8.self))
+      case .delivered(let id, _) where id == ping: receiptAfter = bobs.count
+      default: break
+      }
+    }
+    #expect(receiptAfter == Self.floodCount, "the receipt came after \(receiptAfter.map(String.init) ?? "none") of bob's messages")
+    let ordered = Self.inOrder(bobs)
+    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
+    try await bob.stop()
+    try await carol.stop()
+    await alice.shutdown()
+    try await run.value
+  }
+}
