@@ -117,7 +117,14 @@ final class EventHub: Sendable {
       for index in elements.indices {
         let claim = elements[index].claim
         if state.subscribers.isEmpty {
-          state.unclaimed?.append(Item(elements[index].element, claim: claim))
+          if state.unclaimed != nil {
+            state.unclaimed!.append(Item(elements[index].element, claim: claim))
+          } else {
+            // Every subscriber has gone: the event goes nowhere, and counts as taken, as
+            // those left in a subscriber's buffer do (a claim that never settled kept its
+            // connection's messages counted, and the connection unread, for good).
+            notify = take(claim, shared: nil) || notify
+          }
           continue
         }
         let shared = state.subscribers.count > 1 ? claim.map { ClaimCount($0, remaining: state.subscribers.count) } : nil

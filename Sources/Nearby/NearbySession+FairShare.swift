@@ -11,24 +11,28 @@ import NearbyCore
 ///
 /// Only a session with several connections holds messages back (one with a single peer has
 /// nobody to be fair to, and its stream runs as fast as before), and only once more than a
-/// fair share of messages wait in the hub: a ping-pong never looks anything up for it.
+/// fair share of messages wait in the hub: a ping-pong never looks anything up for it. The
+/// share is per connection: peers behind one relay share that relay's.
 ///
-/// Order: a connection's messages keep their order, and no later event overtakes a message
-/// held back: one about a peer ("delivered") releases the connections holding messages
-/// from that peer first, any other event releases all (those are rare).
+/// Order: a connection's messages keep their order, and no event about a peer overtakes that
+/// peer's messages held back: it waits behind them, in the same queue (a peer's
+/// "disconnected" or receipt came before its last messages). Events about nobody in
+/// particular, or about other peers, do not wait: a flooding peer cannot delay them, and
+/// cannot make the session publish what it holds back by causing one.
 extension NearbySession {
-  /// The most messages of one connection in the hub at once: a few batches of the event
-  /// cursor (``EventCursor/batchSize``), so that a consumer of one busy peer never runs dry.
-  package static let fairShare = 64
+  /// The most messages of one connection in the hub at once: two batches of the event
+  /// cursor (``EventCursor/batchSize``), so that a consumer of a busy peer finds the next
+  /// batch there while the loop tops up the one after.
+  package static let fairShare = 2 * EventCursor.batchSize
 
   /// A received message of `connection`, of which `decided` were published or held back
-  /// before it and are not taken yet: into `delivered` (published with the batch) unless the
+  /// before it and are not taken yet: published with the batch (``publishing``) unless the
   /// connection has its share in the hub, or messages of its own waiting already.
-  func admit(_ publication: EventHub.Publication, from connection: ConnectionID, decided: Int, into delivered: inout [EventHub.Publication]) {
+  func admit(_ publication: EventHub.Publication, from connection: ConnectionID, decided: Int) {
     let held = guards.heldBack.index(forKey: connection)
-    let waiting = held.map { guards.heldBack.values[$0].count } ?? 0
+    let waiting = held.map { guards.heldBack.values[$0].messages } ?? 0
     guard waiting > 0 || decided - waiting >= Self.fairShare else {
-      delivered.append(publication)
+      publishing.append(publication)
       return
     }
     if let held {
@@ -43,52 +47,80 @@ extension NearbySession {
   /// Tops up each connection's share in the hub from what it has waiting (after the
   /// application took some of its messages).
   func publishHeldBack() {
-    for connection in guards.heldBack.keys.sorted() {
+    flushPublishing()
+    for connection in Array(guards.heldBack.keys) {
       guard let slot = guards.heldBack.index(forKey: connection) else { continue }
       // A closed connection's messages go now.
-      let room = untaken[connection].map { Self.fairShare - ($0.messages - guards.heldBack.values[slot].count) } ?? .max
+      let room = untaken[connection].map { Self.fairShare - ($0.messages - guards.heldBack.values[slot].messages) } ?? .max
       guard room > 0 else { continue }
       guards.heldBack.values[slot].publish(upTo: room, to: hub)
-      if guards.heldBack.values[slot].count == 0 { guards.heldBack.remove(at: slot) }
+      if guards.heldBack.values[slot].isEmpty { guards.heldBack.remove(at: slot) }
     }
   }
 
-  /// Publishes what waits from connections holding messages from `peer` (all connections when
-  /// `peer` is nil), before an event that must not overtake them.
-  func releaseHeldBack(from peer: PeerID?) {
-    for connection in guards.heldBack.keys.sorted() {
-      guard let slot = guards.heldBack.index(forKey: connection) else { continue }
-      guard peer.map({ guards.heldBack.values[slot].origins.contains($0) }) ?? true else { continue }
-      guards.heldBack.remove(at: slot).value.publishAll(to: hub)
+  /// Puts an event about a peer behind that peer's messages held back, if it has some on one
+  /// connection. With some on several (directly and through a relay), those go now, and the
+  /// event after them. - Returns: whether the event was held back (else the caller publishes it).
+  func holdBehindItsPeer(_ event: SessionEvent) -> Bool {
+    guard let peer = event.concernedPeer else { return false }
+    var holding: ConnectionID?
+    for (connection, held) in guards.heldBack where held.origins.contains(peer) {
+      guard holding == nil else {
+        for (other, held) in guards.heldBack where held.origins.contains(peer) { releaseHeldBack(of: other) }
+        return false
+      }
+      holding = connection
     }
+    guard let holding else { return false }
+    guards.heldBack[holding]?.append(EventHub.Publication(element: .session(event)))
+    return true
   }
 
-  /// Publishes what waits from `connection` (it closed).
+  /// Publishes what waits from `connection` (it closed, or its peer's event cannot wait).
   func releaseHeldBack(of connection: ConnectionID) {
+    flushPublishing()
     guards.heldBack.removeValue(forKey: connection)?.publishAll(to: hub)
+  }
+
+  /// Publishes everything held back (the session ends).
+  func releaseAllHeldBack() {
+    for connection in Array(guards.heldBack.keys) { releaseHeldBack(of: connection) }
   }
 }
 
-/// One connection's messages held back from the hub, oldest first, and whose they are.
+/// One connection's messages held back from the hub, oldest first, with the events about
+/// their peers that came after them; and whose messages they are.
 struct HeldMessages {
   private var publications: [EventHub.Publication] = []
   private var head = 0
+  /// How many of them are messages (they have a claim; events do not).
+  private(set) var messages = 0
   /// The origins of the messages (a relay's connection carries many peers'), so that an
-  /// event about one of them releases them first.
+  /// event about one of them waits behind them.
   private(set) var origins: Set<PeerID> = []
 
-  var count: Int { publications.count - head }
+  var isEmpty: Bool { head == publications.count }
 
   mutating func append(_ publication: EventHub.Publication) {
-    if let claim = publication.claim { origins.insert(claim.taken.origin) }
+    if let claim = publication.claim {
+      messages += 1
+      origins.insert(claim.taken.origin)
+    }
     publications.append(publication)
   }
 
-  /// Publishes the oldest `limit`, in order.
+  /// Publishes the oldest `limit` messages in order, with the events between them and those
+  /// right after the last (they wait for nothing more).
   mutating func publish(upTo limit: Int, to hub: EventHub) {
-    let end = limit >= count ? publications.count : head + limit
+    var end = head
+    var published = 0
+    while end < publications.count, published < limit || publications[end].claim == nil {
+      if publications[end].claim != nil { published += 1 }
+      end += 1
+    }
     hub.publish(publications[head..<end])
     head = end
+    messages -= published
     if head == publications.count {
       publications.removeAll(keepingCapacity: true)
       head = 0
@@ -101,4 +133,35 @@ struct HeldMessages {
 
   /// Publishes all of them, in order.
   func publishAll(to hub: EventHub) { hub.publish(publications[head...]) }
+}
+
+extension SessionEvent {
+  /// The peer whose messages this event must not overtake: the one it is about (nil for
+  /// discovery and the session's own news, which no message of a session orders).
+  var concernedPeer: PeerID? {
+    switch self {
+    case .found, .updated, .lost: nil
+    case .invitation(let invitation): invitation.peer.id
+    case .invitationWithdrawn(let peer, _), .connecting(let peer), .connected(let peer, _), .declined(let peer, _),
+      .reconnecting(let peer, _), .reconnected(let peer), .disconnected(let peer, _), .delivered(_, let peer), .queued(_, let peer),
+      .reachable(let peer, _), .unreachable(let peer), .verification(let peer, _, _), .trusted(let peer), .impostorWarning(let peer, _):
+      peer.id
+    case .message(let message): message.from.id
+    case .error(let error):
+      switch error {
+      case .undelivered(_, _, let peerID, _): peerID
+      case .connectFailed(let peer, _), .protocolError(let peer, _), .authenticationFailed(let peer, _): peer?.id
+      case .relayTampered(_, let origin, _): origin
+      case .rejected: nil
+      }
+    case .status(.connectionRejected(let peer, _)): peer?.id
+    case .status: nil
+    case .transfer(let transfer):
+      switch transfer {
+      case .offer(let offer): offer.from.id
+      case .started(let progress), .progress(let progress): progress.peer.id
+      case .finished(_, let peer, _, _, _): peer.id
+      }
+    }
+  }
 }

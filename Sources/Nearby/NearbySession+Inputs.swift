@@ -227,11 +227,6 @@ extension NearbySession {
   // MARK: Performing actions
 
   func perform(_ actions: [SessionAction]) {
-    var delivered = spareBatch
-    spareBatch = []
-    defer {
-      if delivered.capacity <= Self.spareCapacity { spareBatch = delivered }
-    }
     // Received messages are counted per run of one connection's, not one by one.
     var counting: (connection: ConnectionID, messages: Int, bytes: Int)?
     // Received messages of this call, published or held back (not counted as untaken yet).
@@ -266,25 +261,17 @@ extension NearbySession {
           if mode == .now {
             connections[id] = nil
             untaken[id] = nil
-            if !guards.heldBack.isEmpty {
-              flush(&delivered)
-              releaseHeldBack(of: id)
-            }
+            if !guards.heldBack.isEmpty { releaseHeldBack(of: id) }
           }
         }
       case .emit(let event):
-        if case .delivered(_, let peer) = event {
+        if case .delivered = event, guards.heldBack.isEmpty {
           // Acknowledgements come by the hundred (one DELIVERED answers a batch): they reach
           // the hub in one publish with the messages around them. (``emit(_:)`` has nothing
-          // else to do for them.) Not before the peer's messages held back.
-          if !guards.heldBack.isEmpty {
-            flush(&delivered)
-            releaseHeldBack(from: peer.id)
-          }
-          delivered.append(EventHub.Publication(element: .session(event)))
+          // else to do for them; with messages held back it places them behind their peer's.)
+          publishing.append(EventHub.Publication(element: .session(event)))
           continue
         }
-        flush(&delivered)
         emit(event)
       case .deliver(let message, let connection):
         let claim = MessageClaim(
@@ -293,10 +280,10 @@ extension NearbySession {
         // Usually far fewer than a fair share wait in the hub, or there is one connection: no lookup.
         decidedInRun += 1
         if guards.heldBack.isEmpty && (guards.untakenMessages + decidedInRun <= Self.fairShare || connections.count < 2) {
-          delivered.append(publication)
+          publishing.append(publication)
         } else {
           let decided = (untaken[connection]?.messages ?? 0) + (counting?.connection == connection ? counting!.messages : 0)
-          admit(publication, from: connection, decided: decided, into: &delivered)
+          admit(publication, from: connection, decided: decided)
         }
         if counting?.connection == connection {
           counting!.messages += 1
@@ -318,7 +305,7 @@ extension NearbySession {
       }
     }
     if let counting { countUntaken(counting.connection, messages: counting.messages, bytes: counting.bytes) }
-    flush(&delivered)
+    flushPublishing()
     wakeIdleWaitersIfSettled()
     if !windowWaiters.isEmpty { wakeWindowWaitersWithRoom() }
   }
@@ -342,11 +329,13 @@ extension NearbySession {
   /// The largest list kept between calls (a frame turn delivers at most 1024 frames).
   static var spareCapacity: Int { 4096 }
 
-  /// Publishes a run of received messages at once (one lock of the hub per batch).
-  func flush(_ delivered: inout [EventHub.Publication]) {
-    guard !delivered.isEmpty else { return }
-    hub.publish(delivered)
-    delivered.removeAll(keepingCapacity: true)
+  /// Publishes what ``perform(_:)`` gathered (received messages and receipts, in order) at
+  /// once: one lock of the hub per batch. Whatever else publishes calls this first, so that
+  /// nothing overtakes them (an event from a nested call, messages held back).
+  func flushPublishing() {
+    guard !publishing.isEmpty else { return }
+    hub.publish(publishing)
+    publishing.removeAll(keepingCapacity: publishing.capacity <= Self.spareCapacity)
   }
 
   /// A message is with the application: the connection stops being read while too much of
@@ -397,10 +386,10 @@ extension NearbySession {
   }
 
   func emit(_ event: SessionEvent) {
-    // Nothing overtakes a message held back (a peer's "disconnected" came before its last
-    // messages): what waits goes first (rare events; "delivered" does not come here).
-    if !guards.heldBack.isEmpty { releaseHeldBack(from: nil) }
-    hub.publish(.session(event))
+    // Nothing overtakes what was gathered before it, or its peer's messages held back (a
+    // peer's "disconnected" came before its last messages).
+    flushPublishing()
+    if guards.heldBack.isEmpty || !holdBehindItsPeer(event) { hub.publish(.session(event)) }
     switch event {
     case .connected(let peer, _):
       metPeer(peer)

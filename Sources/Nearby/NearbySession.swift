@@ -90,7 +90,9 @@ public actor NearbySession {
   nonisolated let shutdownGate = Gate()
   /// Storage kept between the per-message calls (see ``takeActions()``).
   @exclusivity(unchecked) var spareActions: [SessionAction] = []
-  @exclusivity(unchecked) var spareBatch: [EventHub.Publication] = []
+  /// Received messages and receipts ``perform(_:)`` gathers to publish at once (see
+  /// ``flushPublishing()``).
+  @exclusivity(unchecked) var publishing: [EventHub.Publication] = []
   /// The array ``acknowledgeTaken()`` swaps with the hub's settled claims.
   @exclusivity(unchecked) var spareClaims: [MessageClaim] = []
 
@@ -179,7 +181,8 @@ public actor NearbySession {
     }
     await performShutdown()
     // Received messages still held back for fairness reach the application before the end.
-    if !guards.heldBack.isEmpty { releaseHeldBack(from: nil) }
+    flushPublishing()
+    if !guards.heldBack.isEmpty { releaseAllHeldBack() }
     transportSink = nil
     await loop.shutdown()
     state = .stopped
