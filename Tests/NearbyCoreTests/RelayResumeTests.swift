@@ -30,12 +30,15 @@ struct RelayResumeTests {
     net.act(a) { m, x, now in try? m.sendMessage(Array(text.utf8), to: .peers([c]), timestamp: 0, now: now, into: &x).id }
   }
 
-  /// Runs the network for `duration`: what alice was told, and the texts carol was handed.
-  func run(_ net: inout SimulatedNetwork, for duration: Duration) -> (alice: [SessionEvent], carol: [String]) {
+  /// Runs the network for `duration`, or until what alice was told satisfies `done`: what
+  /// alice was told, and the texts carol was handed.
+  func run(
+    _ net: inout SimulatedNetwork, for duration: Duration, until done: ([SessionEvent]) -> Bool = { _ in false }
+  ) -> (alice: [SessionEvent], carol: [String]) {
     var events: [SessionEvent] = []
     var texts: [String] = []
     let end = net.now + duration
-    while net.now < end {
+    while net.now < end, !done(events) {
       net.advance(by: .milliseconds(100))
       events += net.take(a)
       texts += net.receivedTexts(c)
@@ -369,15 +372,7 @@ struct RelayResumeTests {
   /// roster comes in the same step): what alice was told, and the texts carol was handed.
   func resume(_ net: inout SimulatedNetwork) -> (alice: [SessionEvent], carol: [String]) {
     net.heal(a, r)
-    var events: [SessionEvent] = []
-    var texts: [String] = []
-    let end = net.now + .seconds(30)
-    while net.now < end, !events.contains(.reconnected(RelayStateMachineTests.r1)) {
-      net.advance(by: .milliseconds(100))
-      events += net.take(a)
-      texts += net.receivedTexts(c)
-    }
-    return (events, texts)
+    return run(&net, for: .seconds(30)) { $0.contains(.reconnected(RelayStateMachineTests.r1)) }
   }
 
   /// The relay's full roster after the resume comes in two frames, as a relay with more than

@@ -78,6 +78,25 @@ struct FairShareTests {
     return "b" + String(repeating: "0", count: 7 - digits.count) + digits
   }
 
+  /// Reads alice's events until one is `isIt`, and expects it after all of bob's messages,
+  /// each once, in order.
+  static func expectAfterBobsMessages(
+    _ what: String, in events: inout SessionEvents.Iterator, bob: PeerID, _ isIt: (SessionEvent) -> Bool
+  ) async {
+    var bobs: [String] = []
+    var after: Int?
+    while after == nil, let event = await events.next() {
+      if case .message(let message) = event, message.from.id == bob {
+        bobs.append(String(decoding: message.body, as: UTF8.self))
+      } else if isIt(event) {
+        after = bobs.count
+      }
+    }
+    #expect(after == floodCount, "\(what) came after \(after.map(String.init) ?? "none") of bob's messages")
+    let ordered = inOrder(bobs)
+    #expect(ordered, "bob's, each once, in order: \(disorder(bobs))")
+  }
+
   /// Whether `texts` are bob's messages, each once, in order.
   static func inOrder(_ texts: [String]) -> Bool { texts == (0..<floodCount).map(floodText) }
 
@@ -133,18 +152,9 @@ struct FairShareTests {
     while await alice.connectedPeers.contains(where: { $0.id == bob.peer.id }), ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(20))
     }
-    var bobs: [String] = []
-    var leftAfter: Int?
-    while leftAfter == nil, let event = await events.next() {
-      switch event {
-      case .message(let message) where message.from.id == bob.peer.id: bobs.append(String(decoding: message.body, as: UTF8.self))
-      case .disconnected(let peer, _) where peer.id == bob.peer.id: leftAfter = bobs.count
-      default: break
-      }
+    await Self.expectAfterBobsMessages("bob's leaving", in: &events, bob: bob.peer.id) {
+      if case .disconnected(let peer, _) = $0 { peer.id == bob.peer.id } else { false }
     }
-    #expect(leftAfter == Self.floodCount, "bob was reported gone after \(leftAfter.map(String.init) ?? "none") of his messages")
-    let ordered = Self.inOrder(bobs)
-    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
     try await flood.stop()
   }
 
@@ -157,18 +167,9 @@ struct FairShareTests {
     let ping = try await alice.send(Array("ping".utf8), to: .peers([bob.peer.id]))
     // Until bob's receipt reached alice (her session has it; her application not yet).
     #expect(await alice.delivery(of: ping)?.delivered == 1)
-    var bobs: [String] = []
-    var receiptAfter: Int?
-    while receiptAfter == nil, let event = await events.next() {
-      switch event {
-      case .message(let message) where message.from.id == bob.peer.id: bobs.append(String(decoding: message.body, as: UTF8.self))
-      case .delivered(let id, _) where id == ping: receiptAfter = bobs.count
-      default: break
-      }
+    await Self.expectAfterBobsMessages("the receipt", in: &events, bob: bob.peer.id) {
+      if case .delivered(let id, _) = $0 { id == ping } else { false }
     }
-    #expect(receiptAfter == Self.floodCount, "the receipt came after \(receiptAfter.map(String.init) ?? "none") of bob's messages")
-    let ordered = Self.inOrder(bobs)
-    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
     try await flood.stop()
   }
 
@@ -213,18 +214,9 @@ struct FairShareTests {
     let folder = FileFixtures.folder("fair-share")
     FileFixtures.write(folder + "/notes.txt", size: 1000)
     _ = try await bob.session.sendFiles(at: [folder + "/notes.txt"], to: alice.configuration.peer.id)
-    var bobs: [String] = []
-    var offerAfter: Int?
-    while offerAfter == nil, let event = await events.next() {
-      switch event {
-      case .message(let message) where message.from.id == bob.peer.id: bobs.append(String(decoding: message.body, as: UTF8.self))
-      case .transfer(.offer(let offer)) where offer.from.id == bob.peer.id: offerAfter = bobs.count
-      default: break
-      }
+    await Self.expectAfterBobsMessages("the offer", in: &events, bob: bob.peer.id) {
+      if case .transfer(.offer(let offer)) = $0 { offer.from.id == bob.peer.id } else { false }
     }
-    #expect(offerAfter == Self.floodCount, "the offer came after \(offerAfter.map(String.init) ?? "none") of bob's messages")
-    let ordered = Self.inOrder(bobs)
-    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
     try await flood.stop()
   }
 
