@@ -265,10 +265,11 @@ extension NearbySession {
           }
         }
       case .emit(let event):
-        if case .delivered = event, guards.heldBack.isEmpty {
+        if case .delivered(_, let peer) = event, guards.heldBack.isEmpty || !guards.heldBack.values.contains(where: { $0.origins.contains(peer.id) })
+        {
           // Acknowledgements come by the hundred (one DELIVERED answers a batch): they reach
           // the hub in one publish with the messages around them. (``emit(_:)`` has nothing
-          // else to do for them; with messages held back it places them behind their peer's.)
+          // else to do for them, but to put them behind their peer's messages held back.)
           publishing.append(EventHub.Publication(element: .session(event)))
           continue
         }
