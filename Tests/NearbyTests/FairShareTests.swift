@@ -14,8 +14,9 @@ struct FairShareTests {
   static let floodCount = 1000
 
   /// alice, whose application takes nothing until the test reads her events; bob floods her
-  /// with `floodCount` numbered 8-byte messages, then carol sends one.
-  func flooded() async throws -> Flood {
+  /// with `count` numbered 8-byte messages, then carol sends one. Past
+  /// `maximumUntakenMessages`, alice stops reading bob: carol's then comes before the rest.
+  func flooded(count: Int = floodCount) async throws -> Flood {
     var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName("alice"))
     configuration.advertise = false
     configuration.browse = false
@@ -34,12 +35,14 @@ struct FairShareTests {
     }
     let (bob, carol) = (senders[0], senders[1])
     let aliceID = alice.configuration.peer.id
-    for index in 0..<Self.floodCount {
+    for index in 0..<count {
       _ = try await bob.session.send(Array(Self.floodText(index).utf8), to: .peers([aliceID]))
     }
-    try await untaken(alice, reaches: Self.floodCount * 8)
+    let held = min(count, configuration.maximumUntakenMessages + 1)
+    try await untaken(alice, reaches: held * 8)
     _ = try await carol.session.send(Array("hello".utf8), to: .peers([aliceID]))
-    try await untaken(alice, reaches: Self.floodCount * 8 + 5)
+    // Bob's are 8 bytes each: carol's 5 bytes are in when the total is 5 more than a multiple of 8.
+    try await untaken(alice, reaches: held * 8 + 5, where: { $0 % 8 == 5 })
     return Flood(alice: alice, events: events, run: run, bob: bob, carol: carol)
   }
 
@@ -97,22 +100,23 @@ struct FairShareTests {
     #expect(ordered, "bob's, each once, in order: \(disorder(bobs))")
   }
 
-  /// Whether `texts` are bob's messages, each once, in order.
-  static func inOrder(_ texts: [String]) -> Bool { texts == (0..<floodCount).map(floodText) }
+  /// Whether `texts` are bob's `count` messages, each once, in order.
+  static func inOrder(_ texts: [String], count: Int = floodCount) -> Bool { texts == (0..<count).map(floodText) }
 
-  /// Where `texts` first differ from bob's messages in order (short, for a failure).
-  static func disorder(_ texts: [String]) -> String {
-    let expected = (0..<floodCount).map(floodText)
+  /// Where `texts` first differ from bob's `count` messages in order (short, for a failure).
+  static func disorder(_ texts: [String], count: Int = floodCount) -> String {
+    let expected = (0..<count).map(floodText)
     guard let index = texts.indices.first(where: { $0 < expected.count && texts[$0] != expected[$0] }) else {
-      return "\(texts.count) of \(floodCount)"
+      return "\(texts.count) of \(count)"
     }
-    return "\(texts.count) of \(floodCount); at \(index): \(texts[index]), not \(expected[index])"
+    return "\(texts.count) of \(count); at \(index): \(texts[index]), not \(expected[index])"
   }
 
-  /// Waits until alice holds `bytes` of messages her application has not taken.
-  func untaken(_ alice: NearbySession, reaches bytes: Int) async throws {
+  /// Waits until alice holds at least `bytes` of messages her application has not taken, and
+  /// the total satisfies `condition`.
+  func untaken(_ alice: NearbySession, reaches bytes: Int, where condition: (Int) -> Bool = { _ in true }) async throws {
     let deadline = ContinuousClock.now + .seconds(20)
-    while await alice.untakenFigures.bytes < bytes {
+    while case let now = await alice.untakenFigures.bytes, now < bytes || !condition(now) {
       guard ContinuousClock.now < deadline else {
         Issue.record("alice holds \(await alice.untakenFigures.bytes) bytes untaken, not \(bytes)")
         throw CancellationError()
@@ -248,5 +252,29 @@ struct FairShareTests {
   static func readOne(_ iterator: SessionEvents.Iterator) async throws {
     var events = iterator
     _ = await events.next()
+  }
+
+  /// bob sends more than alice may hold untaken from him: she stops reading him, carol's
+  /// message still comes within a fair share, and once alice reads, every one of bob's comes,
+  /// in order, and nothing is left counted or paused.
+  @Test func aFloodPastTheUntakenLimitPausesResumesAndLosesNothing() async throws {
+    let count = 6000
+    let flood = try await flooded(count: count)
+    let (alice, bob) = (flood.alice, flood.bob)
+    var events = flood.takeEvents()
+    #expect(await alice.untakenFigures.pausedConnections == 1, "alice stopped reading bob")
+    var texts: [String] = []
+    while texts.count < count + 1, let event = await events.next() {
+      if case .message(let message) = event { texts.append(String(decoding: message.body, as: UTF8.self)) }
+    }
+    let ahead = try #require(texts.firstIndex(of: "hello"), "carol's message never came")
+    #expect(ahead <= NearbySession.fairShare, "\(ahead) of bob's messages came before carol's")
+    let bobs = texts.filter { $0 != "hello" }
+    let ordered = Self.inOrder(bobs, count: count)
+    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs, count: count))")
+    for _ in 0..<count { _ = try await bob.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
+    let figures = await alice.untakenFigures
+    #expect(figures.bytes == 0 && figures.pausedConnections == 0, "left untaken: \(figures)")
+    try await flood.stop()
   }
 }
