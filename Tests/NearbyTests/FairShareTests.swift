@@ -16,14 +16,15 @@ struct FairShareTests {
   /// alice, whose application takes nothing until the test reads her events; bob floods her
   /// with `count` numbered 8-byte messages, then carol sends one. Past
   /// `maximumUntakenMessages`, alice stops reading bob: carol's then comes before the rest.
-  func flooded(count: Int = floodCount) async throws -> Flood {
+  /// `readers`: how many of alice's event iterators exist before the flood.
+  func flooded(count: Int = floodCount, readers: Int = 1) async throws -> Flood {
     var configuration = SessionConfiguration(identity: .ephemeral(), name: try DisplayName("alice"))
     configuration.advertise = false
     configuration.browse = false
     configuration.listenHost = "127.0.0.1"
     configuration.acceptPolicy = .all
     let alice = try NearbySession(configuration: configuration)
-    let events = alice.events.makeAsyncIterator()
+    let events = (0..<readers).map { _ in alice.events.makeAsyncIterator() }
     let run = Task { try await alice.run() }
     let port = try #require(await alice.waitUntilListening())
     var senders: [RunningSession] = []
@@ -50,12 +51,12 @@ struct FairShareTests {
   /// that a test can end alice's only subscription by letting it go.
   final class Flood: @unchecked Sendable {
     let alice: NearbySession
-    private var events: SessionEvents.Iterator?
+    private var events: [SessionEvents.Iterator]
     let run: Task<Void, any Error>
     let bob: RunningSession
     let carol: RunningSession
 
-    init(alice: NearbySession, events: SessionEvents.Iterator, run: Task<Void, any Error>, bob: RunningSession, carol: RunningSession) {
+    init(alice: NearbySession, events: [SessionEvents.Iterator], run: Task<Void, any Error>, bob: RunningSession, carol: RunningSession) {
       self.alice = alice
       self.events = events
       self.run = run
@@ -63,10 +64,8 @@ struct FairShareTests {
       self.carol = carol
     }
 
-    func takeEvents() -> SessionEvents.Iterator {
-      defer { events = nil }
-      return events!
-    }
+    /// The next of alice's event iterators made before the flood (each is handed out once).
+    func takeEvents() -> SessionEvents.Iterator { events.removeFirst() }
 
     func stop() async throws {
       try await bob.stop()
@@ -275,6 +274,37 @@ struct FairShareTests {
     for _ in 0..<count { _ = try await bob.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
     let figures = await alice.untakenFigures
     #expect(figures.bytes == 0 && figures.pausedConnections == 0, "left untaken: \(figures)")
+    try await flood.stop()
+  }
+
+  /// Two readers of alice's events: a message's claim settles once both took it, so what
+  /// is held back goes to the hub at the pace of the slower. Each gets carol's message within
+  /// a fair share and all of bob's, each once, in order.
+  @Test func twoReadersEachGetEverythingInOrderAtTheSlowerPace() async throws {
+    let flood = try await flooded(readers: 2)
+    let (alice, bob) = (flood.alice, flood.bob)
+    let readers = [flood.takeEvents(), flood.takeEvents()].enumerated().map { index, iterator in
+      Task { () -> [String] in
+        var events = iterator
+        var texts: [String] = []
+        while texts.count < Self.floodCount + 1, let event = await events.next() {
+          if case .message(let message) = event { texts.append(String(decoding: message.body, as: UTF8.self)) }
+          // The second reader is the slow one.
+          if index == 1, texts.count % 100 == 0 { try? await Task.sleep(for: .milliseconds(5)) }
+        }
+        return texts
+      }
+    }
+    for reader in readers {
+      let texts = await reader.value
+      let ahead = try #require(texts.firstIndex(of: "hello"), "carol's message never came")
+      #expect(ahead <= NearbySession.fairShare, "\(ahead) of bob's messages came before carol's")
+      let bobs = texts.filter { $0 != "hello" }
+      let ordered = Self.inOrder(bobs)
+      #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
+    }
+    for _ in 0..<Self.floodCount { _ = try await bob.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
+    #expect(await alice.untakenFigures.bytes == 0)
     try await flood.stop()
   }
 }
