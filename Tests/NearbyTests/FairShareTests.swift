@@ -99,6 +99,28 @@ struct FairShareTests {
     #expect(ordered, "bob's, each once, in order: \(disorder(bobs))")
   }
 
+  /// The texts of the next `count` messages alice's application reads (`pausing`: 5 ms every
+  /// 100 of them, a slow reader).
+  static func texts(_ count: Int, from events: inout SessionEvents.Iterator, pausing: Bool = false) async -> [String] {
+    var texts: [String] = []
+    while texts.count < count, let event = await events.next() {
+      guard case .message(let message) = event else { continue }
+      texts.append(String(decoding: message.body, as: UTF8.self))
+      if pausing, texts.count % 100 == 0 { try? await Task.sleep(for: .milliseconds(5)) }
+    }
+    return texts
+  }
+
+  /// Expects carol's first message within a fair share of the start of `texts`, and bob's
+  /// `count` messages in the rest, each once, in order.
+  static func expectFairAndInOrder(_ texts: [String], count: Int = floodCount) throws {
+    let ahead = try #require(texts.firstIndex(of: "hello"), "carol's message never came: \(texts.suffix(3))")
+    #expect(ahead <= NearbySession.fairShare, "\(ahead) of bob's messages came before carol's")
+    let bobs = texts.filter { $0 != "hello" }
+    let ordered = inOrder(bobs, count: count)
+    #expect(ordered, "bob's, each once, in order: \(disorder(bobs, count: count))")
+  }
+
   /// Whether `texts` are bob's `count` messages, each once, in order.
   static func inOrder(_ texts: [String], count: Int = floodCount) -> Bool { texts == (0..<count).map(floodText) }
 
@@ -128,16 +150,8 @@ struct FairShareTests {
     let flood = try await flooded()
     let (bob, carol) = (flood.bob, flood.carol)
     var events = flood.takeEvents()
-    var texts: [String] = []
-    while texts.count < Self.floodCount + 1, let event = await events.next() {
-      if case .message(let message) = event { texts.append(String(decoding: message.body, as: UTF8.self)) }
-    }
-    let ahead = try #require(texts.firstIndex(of: "hello"), "carol's message never came: \(texts.suffix(3))")
     // Without the fair share, all 1000 of bob's came first.
-    #expect(ahead <= NearbySession.fairShare, "\(ahead) of bob's messages came before carol's")
-    let bobs = texts.filter { $0 != "hello" }
-    let ordered = Self.inOrder(bobs)
-    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
+    try Self.expectFairAndInOrder(await Self.texts(Self.floodCount + 1, from: &events))
     for _ in 0..<Self.floodCount { _ = try await bob.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
     _ = try await carol.expect("delivered") { if case .delivered = $0 { true } else { nil } }
     try await flood.stop()
@@ -262,15 +276,7 @@ struct FairShareTests {
     let (alice, bob) = (flood.alice, flood.bob)
     var events = flood.takeEvents()
     #expect(await alice.untakenFigures.pausedConnections == 1, "alice stopped reading bob")
-    var texts: [String] = []
-    while texts.count < count + 1, let event = await events.next() {
-      if case .message(let message) = event { texts.append(String(decoding: message.body, as: UTF8.self)) }
-    }
-    let ahead = try #require(texts.firstIndex(of: "hello"), "carol's message never came")
-    #expect(ahead <= NearbySession.fairShare, "\(ahead) of bob's messages came before carol's")
-    let bobs = texts.filter { $0 != "hello" }
-    let ordered = Self.inOrder(bobs, count: count)
-    #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs, count: count))")
+    try Self.expectFairAndInOrder(await Self.texts(count + 1, from: &events), count: count)
     for _ in 0..<count { _ = try await bob.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
     let figures = await alice.untakenFigures
     #expect(figures.bytes == 0 && figures.pausedConnections == 0, "left untaken: \(figures)")
@@ -286,23 +292,11 @@ struct FairShareTests {
     let readers = [flood.takeEvents(), flood.takeEvents()].enumerated().map { index, iterator in
       Task { () -> [String] in
         var events = iterator
-        var texts: [String] = []
-        while texts.count < Self.floodCount + 1, let event = await events.next() {
-          if case .message(let message) = event { texts.append(String(decoding: message.body, as: UTF8.self)) }
-          // The second reader is the slow one.
-          if index == 1, texts.count % 100 == 0 { try? await Task.sleep(for: .milliseconds(5)) }
-        }
-        return texts
+        // The second reader is the slow one.
+        return await Self.texts(Self.floodCount + 1, from: &events, pausing: index == 1)
       }
     }
-    for reader in readers {
-      let texts = await reader.value
-      let ahead = try #require(texts.firstIndex(of: "hello"), "carol's message never came")
-      #expect(ahead <= NearbySession.fairShare, "\(ahead) of bob's messages came before carol's")
-      let bobs = texts.filter { $0 != "hello" }
-      let ordered = Self.inOrder(bobs)
-      #expect(ordered, "bob's, each once, in order: \(Self.disorder(bobs))")
-    }
+    for reader in readers { try Self.expectFairAndInOrder(await reader.value) }
     for _ in 0..<Self.floodCount { _ = try await bob.expect("delivered") { if case .delivered = $0 { true } else { nil } } }
     #expect(await alice.untakenFigures.bytes == 0)
     try await flood.stop()
