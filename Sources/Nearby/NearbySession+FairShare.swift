@@ -58,6 +58,11 @@ extension NearbySession {
     }
   }
 
+  /// Whether messages of `peer` are held back (an event about it must wait behind them).
+  func holdsMessages(from peer: PeerID) -> Bool {
+    !guards.heldBack.isEmpty && guards.heldBack.values.contains { $0.origins.contains(peer) }
+  }
+
   /// Puts an event about a peer behind that peer's messages held back, if it has some on one
   /// connection. With some on several (directly and through a relay), those go now, and the
   /// event after them. - Returns: whether the event was held back (else the caller publishes it).
