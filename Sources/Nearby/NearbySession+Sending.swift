@@ -68,9 +68,16 @@ extension NearbySession {
     await waitCancellably(cancelled: (), register: { idleWaiters.add($0, key: 0, token: $1) }, cancel: { $0.idleWaiters.cancel(token: $1) })
   }
 
-  /// The peers a message to `recipients` would reach now and that would answer it (for a
-  /// front end that shows whom a message went to).
+  /// The peers a message to `recipients` would reach now and that would answer it. (To show
+  /// whom a message went to, ask ``recipients(of:)`` once it is sent: peers come and go
+  /// between this call and a send.)
   public func reachablePeers(for recipients: Recipients) -> [Peer] { machine.expectedRecipients(recipients) }
+
+  /// Every peer one of our messages went to, fixed when it was sent: each answers, with
+  /// `SessionEvent.delivered(messageID:to:)` or an `undelivered` error (a named recipient
+  /// that could not be reached has answered already). `nil` when `id` is not one of our
+  /// messages or was forgotten (the last 1024 settled ones are kept).
+  public func recipients(of id: MessageID) -> [Peer]? { machine.recipients(of: id) }
 
   /// Suspends until resumed with a value through the waiter table that `register` puts the
   /// continuation in, or with `cancelled` when the task is cancelled (`cancel` takes it out

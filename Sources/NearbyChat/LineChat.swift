@@ -274,9 +274,12 @@ public actor LineChat {
   }
 
   private func send(_ text: String, to recipients: Recipients) async {
-    let peers = await session.reachablePeers(for: recipients)
     do {
       let id = try await session.send(Array(text.utf8), to: recipients)
+      // Whom it went to as the session recorded it: asking before the send raced with peers
+      // leaving, and a soak saw a message shown as sent to a peer that had just quit, with no
+      // answer from it ever (the session had not sent it there).
+      let peers = await session.recipients(of: id) ?? []
       var isPrivate = false
       if case .peers = recipients { isPrivate = true }
       output.show(.sent(id: id, text: text, to: peers, isPrivate: isPrivate))

@@ -10,6 +10,8 @@ package struct DeliveryLedger: Sendable {
   struct Entry: Sendable {
     var pending: Int32
     var delivered: Int32
+    /// Every peer the message was for.
+    var recipients: [PeerID]
     var failures: [DeliveryFailure]
   }
 
@@ -25,15 +27,17 @@ package struct DeliveryLedger: Sendable {
     self.maximumEntries = maximumEntries
   }
 
-  /// Records a message sent to `recipients` peers (of which `failures` already failed).
+  /// Records a message sent to the peers in `answering`, each of which will answer, and to
+  /// those in `failures`, which already failed.
   /// - Returns: its report when it is already complete (nobody to wait for).
-  package mutating func record(_ id: UInt64, recipients: Int, failures: [DeliveryFailure] = []) -> DeliveryReport? {
+  package mutating func record(_ id: UInt64, answering: [PeerID], failures: [DeliveryFailure] = []) -> DeliveryReport? {
     if entries.isEmpty { base = id }
     guard id >= base else { return nil }
     // Ids are consecutive; a gap (ids taken by messages never sent) is filled with settled entries.
-    while base &+ UInt64(entries.count) < id { entries.append(Entry(pending: 0, delivered: 0, failures: [])) }
-    let pending = Int32(recipients - failures.count)
-    entries.append(Entry(pending: pending, delivered: 0, failures: failures))
+    while base &+ UInt64(entries.count) < id { entries.append(Entry(pending: 0, delivered: 0, recipients: [], failures: [])) }
+    let pending = Int32(answering.count)
+    let recipients = failures.isEmpty ? answering : answering + failures.map(\.peerID)
+    entries.append(Entry(pending: pending, delivered: 0, recipients: recipients, failures: failures))
     if pending > 0 { pendingMessages += 1 }
     trim()
     return pending > 0 ? nil : report(id)
@@ -55,8 +59,14 @@ package struct DeliveryLedger: Sendable {
     guard let index = index(id) else { return nil }
     let entry = entries[index]
     return DeliveryReport(
-      messageID: MessageID(rawValue: id), recipients: Int(entry.pending) + Int(entry.delivered) + entry.failures.count,
+      messageID: MessageID(rawValue: id), recipients: entry.recipients.count,
       delivered: Int(entry.delivered), failures: entry.failures)
+  }
+
+  /// Every peer a message was for, in the order it was recorded (those that answer, then
+  /// those that failed at once): `nil` when it is not ours or was forgotten.
+  package func recipients(_ id: UInt64) -> [PeerID]? {
+    index(id).map { entries[$0].recipients }
   }
 
   private func index(_ id: UInt64) -> Int? {

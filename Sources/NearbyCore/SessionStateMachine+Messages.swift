@@ -231,8 +231,16 @@ extension SessionStateMachine {
       record.unacked.append(message)
     }
     // One recipient that answers: never complete yet, so there is no report to give.
-    _ = ledger.record(messageID, recipients: 1)
+    _ = ledger.record(messageID, answering: route.recipients)
     return (MessageID(rawValue: messageID), message)
+  }
+
+  /// Every peer one of our messages was for, as it was sent (each answers: delivered, or
+  /// undelivered with a reason); `nil` when it is not ours or was forgotten.
+  package func recipients(of id: MessageID) -> [Peer]? {
+    // A peer forgotten since (it left at once) is named by its id: eight hex digits are a
+    // valid display name.
+    ledger.recipients(id.rawValue)?.map { peerID in peers[peerID]?.peer ?? Peer(id: peerID, name: try! DisplayName(peerID.shortHex)) }
   }
 
   /// The peers a message to `recipients` would reach now and that would answer.
@@ -301,7 +309,7 @@ extension SessionStateMachine {
         .emit(.error(.undelivered(messageID: MessageID(rawValue: messageID), peer: failure.peer, peerID: failure.peerID, reason: failure.reason))))
     }
     let expected = routing.relayed.isEmpty ? routing.expected : routing.expected.filter { relayed[$0] != nil || routing.relayed[$0] == nil }
-    if let report = ledger.record(messageID, recipients: expected.count + failures.count, failures: failures), reportsSettlements {
+    if let report = ledger.record(messageID, answering: expected, failures: failures), reportsSettlements {
       actions.append(.settled(report))
     }
     if !routing.direct.isEmpty { actions.append(.sendMessage(message, routing.direct)) }

@@ -140,6 +140,43 @@ struct SessionStateMachineTests {
     #expect(reports.allSatisfy { $0.isComplete && $0.recipients == 1 && $0.delivered == 0 && $0.failures.count == 1 })
   }
 
+  /// Whom a message went to is fixed when it is sent: the chat showed "sent to" from a
+  /// separate question asked before the send, and a soak saw a message shown as sent to a
+  /// peer that quit in between, with no answer from it ever.
+  @Test func aMessageNamesEveryPeerItWasSentToAndEachAnswers() {
+    var net = SimulatedNetwork()
+    for fixture in [Fixture.alice, Fixture.bob, Fixture.carol] { net.add(fixture, policy: .all) }
+    net.discoverAll()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    // To everyone while only bob is connected; to bob and carol, who is not: she fails at once.
+    let toAll = net.act(a) { m, x, now in m.send([1], to: .all, timestamp: 0, now: now, into: &x) }
+    let toBoth = net.act(a) { m, x, now in m.send([2], to: .peers([Fixture.bobID, Fixture.carolID]), timestamp: 0, now: now, into: &x) }
+    let direct = net.act(a) { m, x, now -> MessageID in
+      let route = m.directRoute(.peers([Fixture.bobID]))!
+      let (id, message) = m.sendMessage([3], direct: route, timestamp: 0, now: now)
+      x.append(.sendMessage(message, [route.connection]))
+      return id
+    }
+    // bob quits before any of them reaches him; carol connects.
+    net.act(b) { m, x, now in m.shutdown(now: now, into: &x) }
+    net.act(a) { m, x, now in m.invite(Fixture.carolID, context: [], now: now, into: &x) }
+    net.run()
+    let node = net.nodes[a]!
+    #expect(node.recipients(of: toAll)?.map(\.id) == [b], "carol connected after it was sent; bob left after")
+    #expect(node.recipients(of: toBoth)?.map(\.id) == [b, c])
+    #expect(node.recipients(of: direct)?.map(\.id) == [b])
+    #expect(node.recipients(of: MessageID(rawValue: 999)) == nil)
+    #expect(node.recipients(of: toAll)?.first?.name == Fixture.bob.name, "named as when it was sent")
+    // Each named recipient answered: the reports are complete, one answer per peer named.
+    for id in [toAll, toBoth, direct] {
+      let report = node.deliveryReport(id)
+      #expect(report?.isComplete == true && report?.recipients == node.recipients(of: id)?.count, "\(id): \(String(describing: report))")
+    }
+    #expect(node.deliveryReport(toBoth)?.failures.map(\.peerID).sorted() == [b, c].sorted())
+  }
+
   /// One peer over its own session goes by the direct route (no routing is built): the same
   /// message on the wire, the same acknowledgement, event and report as through a routing.
   @Test func theDirectRouteSendsWhatARoutingWould() throws {
