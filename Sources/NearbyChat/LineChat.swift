@@ -275,11 +275,7 @@ public actor LineChat {
 
   private func send(_ text: String, to recipients: Recipients) async {
     do {
-      let id = try await session.send(Array(text.utf8), to: recipients)
-      // Whom it went to as the session recorded it: asking before the send raced with peers
-      // leaving, and a soak saw a message shown as sent to a peer that had just quit, with no
-      // answer from it ever (the session had not sent it there).
-      let peers = await session.recipients(of: id) ?? []
+      let (id, peers) = try await Self.send(Array(text.utf8), to: recipients, on: session)
       var isPrivate = false
       if case .peers = recipients { isPrivate = true }
       output.show(.sent(id: id, text: text, to: peers, isPrivate: isPrivate))
@@ -288,6 +284,18 @@ public actor LineChat {
       // Not a refused command: like a message that reaches nobody, it is an error event.
       output.show(.event(.error(.rejected(error.description))))
     }
+  }
+
+  /// Sends, and says whom the message went to as the session recorded it, in one stretch
+  /// on the session's executor. Asking `reachablePeers(for:)` before the send raced with
+  /// peers leaving: a soak saw a message shown as sent to a peer that had just quit, with no
+  /// answer from it ever (the session had not sent it there). Asking `recipients(of:)` in a
+  /// hop of its own after the send let the answers of a busy session be shown before "sent".
+  private static func send(
+    _ body: [UInt8], to recipients: Recipients, on session: isolated NearbySession
+  ) async throws(SendError) -> (MessageID, [Peer]) {
+    let id = try await session.send(body, to: recipients)
+    return (id, session.recipients(of: id) ?? [])
   }
 
   // MARK: Ending
