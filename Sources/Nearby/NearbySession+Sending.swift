@@ -77,6 +77,16 @@ extension NearbySession {
   /// `SessionEvent.delivered(messageID:to:)` or an `undelivered` error (a named recipient
   /// that could not be reached has answered already). `nil` when `id` is not one of our
   /// messages or was forgotten (the last 1024 settled ones are kept).
+  ///
+  /// To show "sent to …" before any answer, ask in the same stretch as the send, isolated
+  /// to the session, so that nothing runs in between:
+  ///
+  /// ```swift
+  /// func send(_ body: [UInt8], on session: isolated NearbySession) async throws -> (MessageID, [Peer]) {
+  ///   let id = try await session.send(body, to: .all)
+  ///   return (id, session.recipients(of: id) ?? [])
+  /// }
+  /// ```
   public func recipients(of id: MessageID) -> [Peer]? { machine.recipients(of: id) }
 
   /// Suspends until resumed with a value through the waiter table that `register` puts the
