@@ -73,10 +73,10 @@ extension NearbySession {
   /// between this call and a send.)
   public func reachablePeers(for recipients: Recipients) -> [Peer] { machine.expectedRecipients(recipients) }
 
-  /// Every peer one of our messages went to, fixed when it was sent: each answers, with
-  /// `SessionEvent.delivered(messageID:to:)` or an `undelivered` error (a named recipient
-  /// that could not be reached has answered already). `nil` when `id` is not one of our
-  /// messages or was forgotten (the last 1024 settled ones are kept).
+  /// Every peer one of our messages went to, fixed when it was sent, until each has
+  /// answered: with `SessionEvent.delivered(messageID:to:)` or an `undelivered` error (a
+  /// named recipient that could not be reached has answered already). `nil` when `id` is not
+  /// one of our messages, or every recipient has answered (then ``delivery(of:)`` says how).
   ///
   /// To show "sent to …" before any answer, ask in the same stretch as the send, isolated
   /// to the session, so that nothing runs in between:

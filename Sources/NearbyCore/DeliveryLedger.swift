@@ -10,7 +10,9 @@ package struct DeliveryLedger: Sendable {
   struct Entry: Sendable {
     var pending: Int32
     var delivered: Int32
-    /// Every peer the message was for.
+    /// Every peer the message was for, until they have all answered (then emptied: a
+    /// message to everyone in a large federation names a thousand peers, and the settled
+    /// entries kept would hold them all).
     var recipients: [PeerID]
     var failures: [DeliveryFailure]
   }
@@ -59,14 +61,16 @@ package struct DeliveryLedger: Sendable {
     guard let index = index(id) else { return nil }
     let entry = entries[index]
     return DeliveryReport(
-      messageID: MessageID(rawValue: id), recipients: entry.recipients.count,
+      messageID: MessageID(rawValue: id), recipients: Int(entry.pending) + Int(entry.delivered) + entry.failures.count,
       delivered: Int(entry.delivered), failures: entry.failures)
   }
 
   /// Every peer a message was for, in the order it was recorded (those that answer, then
-  /// those that failed at once): `nil` when it is not ours or was forgotten.
+  /// those that failed at once), while one of them has yet to answer: `nil` when it is not
+  /// ours, or all have answered (unless none was waited for), or it was forgotten.
   package func recipients(_ id: UInt64) -> [PeerID]? {
-    index(id).map { entries[$0].recipients }
+    guard let index = index(id), !entries[index].recipients.isEmpty else { return nil }
+    return entries[index].recipients
   }
 
   private func index(_ id: UInt64) -> Int? {
@@ -82,6 +86,7 @@ package struct DeliveryLedger: Sendable {
     entries[index] = entry
     guard entry.pending == 0 else { return false }
     pendingMessages -= 1
+    entries[index].recipients = []
     // The settled entry stays (trimmed later, after the retained ones).
     if entries.count > retainedSettled + 64 { trim() }
     return true

@@ -236,7 +236,8 @@ extension SessionStateMachine {
   }
 
   /// Every peer one of our messages was for, as it was sent (each answers: delivered, or
-  /// undelivered with a reason); `nil` when it is not ours or was forgotten.
+  /// undelivered with a reason), until all have answered; `nil` when it is not ours, or all
+  /// have answered.
   package func recipients(of id: MessageID) -> [Peer]? {
     // A peer forgotten since (it left at once) is named by its id: eight hex digits are a
     // valid display name.
