@@ -28,7 +28,7 @@ extension NearbySession {
   /// A received message of `connection`, of which `decided` were published or held back
   /// before it and are not taken yet: published with the batch (``publishing``) unless the
   /// connection has its share in the hub, or messages of its own waiting already.
-  func admit(_ publication: EventHub.Publication, from connection: ConnectionID, decided: Int) {
+  func admit(_ publication: consuming EventHub.Publication, from connection: ConnectionID, decided: Int) {
     let held = guards.heldBack.index(forKey: connection)
     let waiting = held.map { guards.heldBack.values[$0].messages } ?? 0
     guard waiting > 0 || decided - waiting >= Self.fairShare else {

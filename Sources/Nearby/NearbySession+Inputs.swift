@@ -187,14 +187,14 @@ extension NearbySession {
       case .deliver(let message, let connection):
         let claim = MessageClaim(
           taken: TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue), bytes: message.body.count)
-        let publication = EventHub.Publication(element: .session(.message(message)), claim: claim)
         // Usually far fewer than a fair share wait in the hub, or there is one connection: no lookup.
+        // (The publication is made where it goes: a local used in both branches was copied.)
         decidedInRun += 1
         if guards.heldBack.isEmpty && (guards.untakenMessages + decidedInRun <= Self.fairShare || connections.count < 2) {
-          publishing.append(publication)
+          publishing.append(EventHub.Publication(element: .session(.message(message)), claim: claim))
         } else {
           let decided = (untaken[connection]?.messages ?? 0) + (counting?.connection == connection ? counting!.messages : 0)
-          admit(publication, from: connection, decided: decided)
+          admit(EventHub.Publication(element: .session(.message(message)), claim: claim), from: connection, decided: decided)
         }
         if counting?.connection == connection {
           counting!.messages += 1

@@ -79,16 +79,21 @@ package struct DeliveryLedger: Sendable {
   }
 
   private mutating func update(_ id: UInt64, _ change: (inout Entry) -> Void) -> Bool {
-    guard let index = index(id), entries[index].pending > 0 else { return false }
-    var entry = entries[index]
-    entry.pending -= 1
-    change(&entry)
-    entries[index] = entry
-    guard entry.pending == 0 else { return false }
+    guard let index = index(id), let settled = Self.answer(&entries[index], change), settled else { return false }
     pendingMessages -= 1
-    entries[index].recipients = []
     // The settled entry stays (trimmed later, after the retained ones).
     if entries.count > retainedSettled + 64 { trim() }
+    return true
+  }
+
+  /// One recipient answered (`change` says how), in place. - Returns: whether that settled
+  /// the entry; `nil` if it was settled already.
+  private static func answer(_ entry: inout Entry, _ change: (inout Entry) -> Void) -> Bool? {
+    guard entry.pending > 0 else { return nil }
+    entry.pending -= 1
+    change(&entry)
+    guard entry.pending == 0 else { return false }
+    entry.recipients = []
     return true
   }
 

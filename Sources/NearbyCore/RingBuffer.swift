@@ -25,6 +25,12 @@ package struct RingBuffer<Element>: Sendable where Element: Sendable {
       precondition(offset >= 0 && offset < count, "RingBuffer index \(offset) out of 0..<\(count)")
       storage[(head + offset) % storage.count] = newValue
     }
+    // In place: a get and a set copied an element with references out and back (retaining
+    // and releasing each), once per answered message in the delivery ledger.
+    _modify {
+      precondition(offset >= 0 && offset < count, "RingBuffer index \(offset) out of 0..<\(count)")
+      yield &storage[(head + offset) % storage.count]!
+    }
   }
 
   @inlinable package mutating func append(_ element: Element) {
