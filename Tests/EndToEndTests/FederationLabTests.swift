@@ -42,7 +42,10 @@ struct FederationLabTests {
     #expect(r1.contains { $0.contains("state=reconnected") && !$0.contains("10.77.1.1") }, "r1 did not fail over: \(r1)")
     let frames = try Data(contentsOf: URL(fileURLWithPath: capture))
     // The capture holds the relays' NATS traffic (subjects are in the clear)...
-    #expect(frames.range(of: Data("nearby.v2.peer.".utf8)) != nil, "the capture saw the backbone's NATS traffic (\(frames.count) bytes)")
+    // (Once in CI it held 4344 bytes and no subject: what tcpdump said, and when it started.)
+    let log = (try? String(contentsOfFile: capture + ".log", encoding: .utf8)) ?? "(no log)"
+    #expect(
+      frames.range(of: Data("nearby.v2.peer.".utf8)) != nil, "the capture saw the backbone's NATS traffic (\(frames.count) bytes); tcpdump:\n\(log)")
     // ...and not one message text: what crosses the backbone is sealed end to end.
     for text in Self.texts { #expect(frames.range(of: Data(text.utf8)) == nil, "'\(text)' crossed the backbone in the clear") }
     if let id = run.lanID { #expect(try await !namespacesRemain(of: id)) }
@@ -66,12 +69,19 @@ func runCapturingSegment(_ segment: Int, of arguments: [String], into file: Stri
     if let namespace = namespaces.split(separator: "\n").map({ String($0.split(separator: " ").first ?? "") }).first(where: {
       $0.hasPrefix("nbbr-lab\(lab.pid)-")
     }) {
+      // tcpdump's own words (listening on ..., packets dropped by kernel) go to FILE.log.
+      let log = open(file + ".log", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+      defer { if log >= 0 { close(log) } }
       let candidate = try ChildProcess(
         "ip", ["netns", "exec", namespace, "tcpdump", "-i", "br\(segment)", "-U", "-s", "0", "-w", file], standardInput: .null,
-        standardOutput: .null, standardError: .null)
+        standardOutput: .null, standardError: log >= 0 ? .descriptor(log) : .null)
       try await Task.sleep(for: .milliseconds(300))
       // Not there yet (the bridge is made a moment after the namespace): again.
-      if candidate.exitStatus == nil { tcpdump = candidate }
+      if candidate.exitStatus == nil {
+        tcpdump = candidate
+        let note = "(the test took this tcpdump \(ContinuousClock.now - started) after starting the lab)\n"
+        if log >= 0 { _ = note.utf8CString.withUnsafeBufferPointer { write(log, $0.baseAddress, $0.count - 1) } }
+      }
     } else {
       try await Task.sleep(for: .milliseconds(50))
     }
