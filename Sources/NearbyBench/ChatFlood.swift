@@ -163,15 +163,25 @@ package struct ChatFlood: Sendable {
   static func connect(_ peer: LocalSession, to port: UInt16) async throws -> PeerID {
     var events = peer.session.events.makeAsyncIterator()
     let deadline = ContinuousClock.now + .seconds(20)
+    // What ended the last attempt, for the error (a parallel test run once gave up here
+    // after 20 s without saying why).
+    var answers: [String] = []
     while ContinuousClock.now < deadline {
       await peer.session.invite(endpoints: [Endpoint(host: "127.0.0.1", port: port)])
-      while let event = await events.next() {
-        if case .connected(let chat, _) = event { return chat.id }
-        if case .error = event { break }
+      attempt: while let event = await events.next() {
+        switch event {
+        case .connected(let chat, _): return chat.id
+        case .error, .declined, .disconnected:
+          answers.append("\(event)")
+          break attempt
+        default: continue
+        }
       }
       try await Task.sleep(for: .milliseconds(200))
     }
-    throw BenchError("the chat did not accept \(peer.peer.name) within 20 s")
+    throw BenchError(
+      "the chat did not accept \(peer.peer.name) within 20 s; \(answers.count) attempts ended with, last: \(answers.suffix(3).joined(separator: "; "))"
+    )
   }
 
   /// mallory's message number `index`: `#index ` and filler up to 1 MiB.
