@@ -24,9 +24,15 @@ public final class FaultyLink: Sendable {
   public let port: UInt16
   private let target: UInt16
   private let listener: Int32
+  /// Descriptors are shut down and closed only under this lock, and only while listed
+  /// here: a descriptor is a number the kernel gives to the next socket as soon as it is
+  /// closed, in any test of this process. `cutAll()` used to shut down a snapshot outside
+  /// the lock while pumps closed theirs, so a number it shut down could belong to another
+  /// test's connection by then (whose peer then saw its stream end without a CLOSE record).
   private struct State {
     var mode = Mode.pass
     var pairs: [(Int32, Int32)] = []
+    var listenerOpen = true
     var stopped = false
     var accepted = 0
     var endsHeldBack = 0
@@ -55,25 +61,32 @@ public final class FaultyLink: Sendable {
 
   /// Closes every connection now (both ends see the stream end or a reset).
   public func cutAll() {
-    let pairs = state.withLock { state -> [(Int32, Int32)] in
-      defer { state.pairs = [] }
-      return state.pairs
-    }
-    for (a, b) in pairs {
-      shutdown(a, Int32(SHUT_RDWR))
-      shutdown(b, Int32(SHUT_RDWR))
+    state.withLock { state in
+      // Still open: a pump closes its pair only after taking it out of the list.
+      for (a, b) in state.pairs {
+        shutdown(a, Int32(SHUT_RDWR))
+        shutdown(b, Int32(SHUT_RDWR))
+      }
+      state.pairs = []
     }
   }
 
   /// Stops accepting and cuts everything.
   public func stop() {
-    state.withLock { $0.stopped = true }
-    shutdown(listener, Int32(SHUT_RDWR))
+    state.withLock { state in
+      state.stopped = true
+      if state.listenerOpen { shutdown(listener, Int32(SHUT_RDWR)) }
+    }
     cutAll()
   }
 
   private func acceptLoop() {
-    defer { close(listener) }
+    defer {
+      state.withLock { state in
+        state.listenerOpen = false
+        close(listener)
+      }
+    }
     while true {
       let client = accept(listener, nil, nil)
       if client < 0 {
@@ -108,9 +121,11 @@ public final class FaultyLink: Sendable {
   /// partition until both have: a side that ended then is not passed on (see ``Mode/partition``).
   private func pump(_ a: Int32, _ b: Int32) {
     defer {
-      close(a)
-      close(b)
-      state.withLock { $0.pairs.removeAll { $0.0 == a } }
+      state.withLock { state in
+        state.pairs.removeAll { $0.0 == a }
+        close(a)
+        close(b)
+      }
     }
     var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
     var ended = [false, false]
