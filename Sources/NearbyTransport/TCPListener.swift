@@ -124,16 +124,27 @@ package final class TCPListener: EventLoopHandler, @unchecked Sendable {
 
   private func activate() async throws {
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-      loop.execute { [self] in
-        do {
-          try loop.register(fd, events: NEARBY_EPOLLIN, handler: self)
-          continuation.resume()
-        } catch {
-          Glibc.close(fd)
-          continuation.resume(throwing: error)
-        }
+      let queued = loop.submit(
+        .closure { [self] in
+          do {
+            try loop.register(fd, events: NEARBY_EPOLLIN, handler: self)
+            continuation.resume()
+          } catch {
+            abandon()
+            continuation.resume(throwing: error)
+          }
+        })
+      // A loop that is stopping drops work: the continuation would never be resumed.
+      if !queued {
+        abandon()
+        continuation.resume(throwing: SystemError("listen (the session's event loop has stopped)", errno: ECANCELED))
       }
     }
+  }
+
+  /// Closes the socket of a listener that never started (once: ``close()`` closes it no more).
+  private func abandon() {
+    if isOpen.exchange(false, ordering: .acquiringAndReleasing) { Glibc.close(fd) }
   }
 
   /// The port peers connect to.

@@ -218,6 +218,19 @@ struct TransportTests {
     await loop.shutdown()
   }
 
+  /// A listener bound on a loop that has stopped: an error that says so. (The loop drops the
+  /// work that would register it, and the bind used to wait for it for ever.)
+  @Test func bindingOnAStoppedLoopFailsAndSaysWhy() async throws {
+    let loop = try EventLoop()
+    await loop.shutdown()
+    let collector = EventCollector()
+    await #expect {
+      try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: collector.nextID, sink: collector.sink)
+    } throws: { error in
+      "\(error)".contains("the session's event loop has stopped")
+    }
+  }
+
   @Test func shuttingDownLeavesNoThreadOrDescriptorBehind() async {
     // In a child process, so that no other test's sockets or threads blur the count.
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
