@@ -1,5 +1,6 @@
 import NearbyCore
 import NearbyDiscovery
+import NearbySystem
 import NearbyTransport
 
 /// Finds the peers of a service type on the local network, without a session — the

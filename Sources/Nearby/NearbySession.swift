@@ -1,6 +1,7 @@
 import NearbyCore
 import NearbyCrypto
 import NearbyDiscovery
+import NearbySystem
 import NearbyTransport
 import Synchronization
 
@@ -357,30 +358,4 @@ public actor NearbySession {
 public struct SessionUsageError: Error, CustomStringConvertible {
   public let description: String
   init(_ description: String) { self.description = description }
-}
-
-/// A one-shot signal that can be opened from any context (a cancellation handler too) and
-/// awaited once; the continuation is resumed exactly once.
-final class Gate: Sendable {
-  private let state = Mutex<(open: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-  func open() {
-    let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-      state.open = true
-      defer { state.waiter = nil }
-      return state.waiter
-    }
-    waiter?.resume()
-  }
-
-  func wait() async {
-    await withCheckedContinuation { continuation in
-      let resumeNow = state.withLock { state -> Bool in
-        if state.open { return true }
-        state.waiter = continuation
-        return false
-      }
-      if resumeNow { continuation.resume() }
-    }
-  }
 }

@@ -1,4 +1,5 @@
 import NearbyCore
+import NearbySystem
 import NearbyTransport
 import Synchronization
 
@@ -112,27 +113,4 @@ extension TransportProbe {
 /// The probe server's connections, by id.
 enum ProbeConnections {
   static let shared = Mutex<[ConnectionID: TCPConnection]>([:])
-}
-
-/// A one-shot signal for the probe (opened once, awaited once).
-final class Gate: Sendable {
-  private let state = Mutex<(open: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-  func open() {
-    let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-      state.open = true
-      defer { state.waiter = nil }
-      return state.waiter
-    }
-    waiter?.resume()
-  }
-  func wait() async {
-    await withCheckedContinuation { continuation in
-      let now = state.withLock { state -> Bool in
-        if state.open { return true }
-        state.waiter = continuation
-        return false
-      }
-      if now { continuation.resume() }
-    }
-  }
 }
