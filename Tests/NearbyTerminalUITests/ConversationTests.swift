@@ -113,6 +113,28 @@ import Testing
     #expect(chat.logged.map(\.record.kind) == [.sent, .delivered])
   }
 
+  /// A private message to bob and carol, who could not be reached: the session names both as
+  /// its recipients (`recipients(of:)`), carol's answer (undelivered) may come before the line
+  /// that shows it sent, and the message is marked failed where it was typed and kept in both
+  /// conversations' histories.
+  @Test func aPrivateMessageToAPeerThatFailedAtOnceIsMarkedFailedAndKeptInItsHistory() {
+    var chat = Self.connectedChat(columns: 100)
+    chat.receive(.event(.error(.undelivered(messageID: 7, peer: Fixtures.carol, peerID: Fixtures.carol.id, reason: .notConnected))))
+    chat.receive(.sent(id: 7, text: "lunch?", to: [Fixtures.bob, Fixtures.carol], isPrivate: true))
+    #expect(chat.logContent.contains { $0.hasPrefix("! message 7 to carol") && $0.contains("not delivered") }, "\(chat.logContent)")
+    #expect(chat.logContent.last == ". alice -> bob, carol: lunch?")
+    chat.receive(.event(.delivered(messageID: 7, to: Fixtures.bob)))
+    chat.receive(
+      .settled(
+        DeliveryReport(
+          messageID: 7, recipients: 2, delivered: 1,
+          failures: [DeliveryFailure(peerID: Fixtures.carol.id, peer: Fixtures.carol, reason: .notConnected)])))
+    #expect(chat.logContent.last == "✗ alice -> bob, carol: lunch?")
+    let sent = chat.logged.filter { $0.record.kind == .sent }.map(\.conversation)
+    #expect(Set(sent) == [.peer(Fixtures.bob.id), .peer(Fixtures.carol.id)])
+    #expect(chat.logged.contains { $0.record.kind == .failed && $0.conversation == .peer(Fixtures.carol.id) })
+  }
+
   @Test func queryAndClose() {
     var chat = Self.connectedChat(columns: 100)
     chat.type("/query dave\r")
