@@ -60,7 +60,7 @@ extension NearbySession {
 
   /// Whether messages of `peer` are held back (an event about it must wait behind them).
   func holdsMessages(from peer: PeerID) -> Bool {
-    !guards.heldBack.isEmpty && guards.heldBack.values.contains { $0.origins.contains(peer) }
+    !guards.heldBack.isEmpty && guards.heldBack.values.contains { $0.concerns(peer) }
   }
 
   /// Puts an event about a peer behind that peer's messages held back, if it has some on one
@@ -69,9 +69,9 @@ extension NearbySession {
   func holdBehindItsPeer(_ event: SessionEvent) -> Bool {
     guard let peer = event.concernedPeer else { return false }
     var holding: ConnectionID?
-    for (connection, held) in guards.heldBack where held.origins.contains(peer) {
+    for (connection, held) in guards.heldBack where held.concerns(peer) {
       guard holding == nil else {
-        for (other, held) in guards.heldBack where held.origins.contains(peer) { releaseHeldBack(of: other) }
+        for (other, held) in guards.heldBack where held.concerns(peer) { releaseHeldBack(of: other) }
         return false
       }
       holding = connection
@@ -94,23 +94,27 @@ extension NearbySession {
 }
 
 /// One connection's messages held back from the hub, oldest first, with the events about
-/// their peers that came after them; and whose messages they are.
+/// their peers that came after them; and which peers they concern.
 struct HeldMessages {
   private var publications: [EventHub.Publication] = []
   private var head = 0
   /// How many of them are messages (they have a claim; events do not).
   private(set) var messages = 0
-  /// The origins of the messages (a relay's connection carries many peers'), so that an
-  /// event about one of them waits behind them.
-  private(set) var origins: Set<PeerID> = []
+  /// For each peer, how many of those still held concern it: its messages (a relay's
+  /// connection carries many peers') and events about it. A later event about one of these
+  /// peers waits behind them; about any other peer, it need not. (A set of origins, emptied
+  /// only when everything went, kept naming peers whose messages had all been published, and
+  /// their events waited behind other peers' messages.)
+  private var concerned: [PeerID: Int] = [:]
 
   var isEmpty: Bool { head == publications.count }
 
+  /// Whether anything held concerns `peer` (an event about it must wait behind it).
+  func concerns(_ peer: PeerID) -> Bool { concerned[peer] != nil }
+
   mutating func append(_ publication: EventHub.Publication) {
-    if let claim = publication.claim {
-      messages += 1
-      origins.insert(claim.taken.origin)
-    }
+    if publication.claim != nil { messages += 1 }
+    if let peer = publication.concernedPeer { concerned[peer, default: 0] += 1 }
     publications.append(publication)
   }
 
@@ -121,6 +125,7 @@ struct HeldMessages {
     var published = 0
     while end < publications.count, published < limit || publications[end].claim == nil {
       if publications[end].claim != nil { published += 1 }
+      if let peer = publications[end].concernedPeer { release(peer) }
       end += 1
     }
     hub.publish(publications[head..<end])
@@ -129,7 +134,6 @@ struct HeldMessages {
     if head == publications.count {
       publications.removeAll(keepingCapacity: true)
       head = 0
-      origins.removeAll(keepingCapacity: true)
     } else if head >= 1024, head * 2 >= publications.count {
       publications.removeFirst(head)
       head = 0
@@ -138,6 +142,24 @@ struct HeldMessages {
 
   /// Publishes all of them, in order.
   func publishAll(to hub: EventHub) { hub.publish(publications[head...]) }
+
+  private mutating func release(_ peer: PeerID) {
+    guard let slot = concerned.index(forKey: peer) else { return }
+    if concerned.values[slot] > 1 {
+      concerned.values[slot] -= 1
+    } else {
+      concerned.remove(at: slot)
+    }
+  }
+}
+
+extension EventHub.Publication {
+  /// The peer this concerns: a message's origin, or the peer an event is about.
+  var concernedPeer: PeerID? {
+    if let claim { return claim.taken.origin }
+    guard case .session(let event) = element else { return nil }
+    return event.concernedPeer
+  }
 }
 
 extension SessionEvent {
