@@ -181,33 +181,17 @@ extension BenchRunner {
   private func receiverGrowth(_ source: String, into downloads: String) async throws -> Int {
     guard let executable = BenchRunner.executablePath() else { throw BenchError("cannot find the nearby executable for the receiver") }
     let state = BenchFiles.temporaryFolder()
-    var pipe: [Int32] = [0, 0]
-    guard Glibc.pipe(&pipe) == 0 else { throw BenchError("pipe failed") }
-    let child = try ChildProcess(
+    let started = try await ListeningChild.start(
       executable,
       [
         "receive", "--name", "bench-receiver", "--state-dir", state, "--downloads", downloads, "--accept-files", "all", "--json", "--service",
         "nearby-bench",
-      ],
-      environment: ["PATH": "/usr/bin:/bin", "AVAHI_COMPAT_NOWARN": "1"], standardInput: .null, standardOutput: .descriptor(pipe[1]),
-      standardError: .descriptor(2))
-    close(pipe[1])
-    var lines = LineReader.lines(fd: pipe[0], closeAtEnd: true).makeAsyncIterator()
-    var port: UInt16?
-    while let line = await lines.next() {
-      if line.contains("\"event\":\"ready\""), let range = line.firstRange(of: "\"port\":") {
-        port = UInt16(line[range.upperBound...].prefix { $0.isNumber })
-        break
-      }
-    }
-    // Its progress keeps coming: read it, so that it never waits for its pipe.
-    let output = lines
-    let reading = Task {
-      var rest = output
-      while await rest.next() != nil {}
-    }
-    guard let port else {
+      ], errorsToo: false, portAfter: "\"port\":", inLinesWith: "\"event\":\"ready\"")
+    let child = started.child
+    let reading = started.reading
+    guard let port = started.port else {
       child.terminate(SIGKILL)
+      reading.cancel()
       throw BenchError("the receiving process did not start")
     }
     try await Task.sleep(for: .milliseconds(300))
@@ -240,29 +224,12 @@ extension BenchRunner {
   func relayedTransfer(_ source: String, size: Int, into downloads: String) async throws -> (time: Duration, growth: Int) {
     guard let executable = BenchRunner.executablePath() else { throw BenchError("cannot find the nearby executable for the relay") }
     let state = BenchFiles.temporaryFolder()
-    var pipe: [Int32] = [0, 0]
-    guard Glibc.pipe(&pipe) == 0 else { throw BenchError("pipe failed") }
-    let relay = try ChildProcess(
-      executable,
-      ["relay", "--name", "bench-relay", "--state-dir", state, "--service", "nearby-bench", "--log-level", "info"],
-      environment: ["PATH": "/usr/bin:/bin", "AVAHI_COMPAT_NOWARN": "1"], standardInput: .null, standardOutput: .descriptor(pipe[1]),
-      standardError: .descriptor(pipe[1]))
-    close(pipe[1])
-    var lines = LineReader.lines(fd: pipe[0], closeAtEnd: true).makeAsyncIterator()
-    var port: UInt16?
-    while let line = await lines.next() {
-      if line.contains("event=listening"), let range = line.firstRange(of: "port=") {
-        port = UInt16(line[range.upperBound...].prefix { $0.isNumber })
-        break
-      }
-    }
-    let output = lines
-    let reading = Task {
-      var rest = output
-      while await rest.next() != nil {}
-    }
-    defer { reading.cancel() }
-    guard let port else {
+    let started = try await ListeningChild.start(
+      executable, ["relay", "--name", "bench-relay", "--state-dir", state, "--service", "nearby-bench", "--log-level", "info"], errorsToo: true,
+      portAfter: "port=", inLinesWith: "event=listening")
+    let relay = started.child
+    defer { started.reading.cancel() }
+    guard let port = started.port else {
       relay.terminate(SIGKILL)
       _ = await relay.wait()
       throw BenchError("the relay process did not start")
@@ -307,6 +274,51 @@ extension BenchRunner {
     await BenchFiles.remove(state)
     guard end == .completed else { throw BenchError("the relayed transfer did not complete: \(end.map { "\($0)" } ?? "stopped")") }
     return (time, growth)
+  }
+}
+
+/// A `nearby` child process whose output goes to a pipe read here: up to the first line that
+/// says which port it listens on, then to the end, dropped (so that it never waits for its
+/// pipe). `reading` does the rest of the reading; cancel it when done with the child.
+struct ListeningChild {
+  let child: ChildProcess
+  /// The port from the first line containing `marker`, after `key`; nil when the output
+  /// ended without one.
+  let port: UInt16?
+  let reading: Task<Void, Never>
+
+  /// Starts `executable` with `arguments`, its standard output (and, with `errorsToo`, its
+  /// standard error) into the pipe, and reads up to the port.
+  static func start(_ executable: String, _ arguments: [String], errorsToo: Bool, portAfter key: String, inLinesWith marker: String) async throws
+    -> ListeningChild
+  {
+    var pipe: [Int32] = [0, 0]
+    guard Glibc.pipe(&pipe) == 0 else { throw BenchError("pipe failed") }
+    let child: ChildProcess
+    do {
+      child = try ChildProcess(
+        executable, arguments, environment: ["PATH": "/usr/bin:/bin", "AVAHI_COMPAT_NOWARN": "1"], standardInput: .null,
+        standardOutput: .descriptor(pipe[1]), standardError: .descriptor(errorsToo ? pipe[1] : 2))
+    } catch {
+      close(pipe[0])
+      close(pipe[1])
+      throw error
+    }
+    close(pipe[1])
+    var lines = LineReader.lines(fd: pipe[0], closeAtEnd: true).makeAsyncIterator()
+    var port: UInt16?
+    while let line = await lines.next() {
+      if line.contains(marker), let range = line.firstRange(of: key) {
+        port = UInt16(line[range.upperBound...].prefix { $0.isNumber })
+        break
+      }
+    }
+    let output = lines
+    let reading = Task {
+      var rest = output
+      while await rest.next() != nil {}
+    }
+    return ListeningChild(child: child, port: port, reading: reading)
   }
 }
 
