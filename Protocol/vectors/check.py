@@ -210,6 +210,8 @@ def decode_file(r, f, length):
             if flags & 2 and size:
                 raise malformed("a folder with a size")
             files.append({"size": str(size), "flags": flags, "name": utf8(raw_name)})
+        if sum(int(entry["size"]) for entry in files) > 2**62:
+            raise malformed("OFFER sizes add up to more than 2^62")
         f.update(files=files)
     elif kind == 2:
         count = r.u16()

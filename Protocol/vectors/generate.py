@@ -457,9 +457,9 @@ F("file-offer-hostile-names", "Names a receiver must make safe (section 13.5) ar
   "_txt.exe.", "OFFER", files=[
       offered("../x", 1), offered("/etc/passwd", 2), offered("a\u0000b", 3), offered("CON", 4),
       offered("é" * 150, 5), offered("\u202etxt.exe", 6)])
-F("file-offer-limits", "The largest size (2^62) and the largest transfer id; unknown flags "
+F("file-offer-limits", "The largest size (2^62, the most all sizes may add up to) and the largest transfer id; unknown flags "
   "bits (0x84: bit 2 and bit 7) are kept.", "OFFER", transfer=TMAX,
-  files=[offered("huge.img", 2**62), offered("odd", 7, flags=0x84)])
+  files=[offered("huge.img", 2**62), offered("odd", 0, flags=0x84)])
 F("file-accept-fresh", "ACCEPT of the only file, from the start.", "ACCEPT",
   files=[accepted(0)])
 F("file-accept-resume", "ACCEPT after a break: file 0 is already saved (status 1 'have', "
@@ -759,6 +759,9 @@ for suffix, bad, what in BAD_UTF8[:3]:
             file_frame(1, u16(1) + u64(5) + u8(0) + str16(b"ab" + bad)))
 invalid("file-offer-size-above-2^62", M, "OFFER of a file of 2^62+1 bytes.",
         file_frame(1, u16(1) + u64(2**62 + 1) + u8(0) + str16("big")))
+invalid("file-offer-total-above-2^62", M, "OFFER of two files, of 2^62 bytes and 1 byte: "
+        "each within the limit, together above it.",
+        file_frame(1, u16(2) + u64(2**62) + u8(0) + str16("big") + u64(1) + u8(0) + str16("one")))
 invalid("file-offer-folder-with-size", M, "OFFER of an empty folder (flags bit 1) with a "
         "size of 1.", file_frame(1, u16(1) + u64(1) + u8(2) + str16("dir")))
 invalid("file-offer-trailing-byte", M, "A valid OFFER followed by one byte.",

@@ -1,4 +1,8 @@
 extension SessionStateMachine {
+  /// A peer's VERIFY requests on a connection shown at most once this often (the rest are
+  /// ignored: the code shown is the same).
+  package static let verificationRequestInterval = Duration.seconds(10)
+
   /// Turns one connection event into session state and actions.
   mutating func handle(_ event: ConnectionEvent, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     switch event {
@@ -42,6 +46,10 @@ extension SessionStateMachine {
       guard let peerID = connections[id]?.peerID, let peer = peers[peerID]?.peer, peers[peerID]?.session == id,
         let code = connections[id]?.authenticated?.verificationCode
       else { return }
+      // One shown per interval (PROTOCOL.md 4.12): a peer repeating VERIFY filled the event
+      // sequence, which no flow control limits for events other than messages.
+      if let shown = connections[id]?.verificationShown, now - shown < Self.verificationRequestInterval { return }
+      connections[id]?.verificationShown = now
       actions.append(.emit(.verification(peer, code: code, askedByPeer: true)))
     case .resumeRequested(let resume):
       resumeRequested(resume, on: id, now: now, into: &actions)

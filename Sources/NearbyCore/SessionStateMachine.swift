@@ -75,6 +75,8 @@ package struct SessionStateMachine: Sendable {
     /// A relay's connection: ROSTER frames it may still send now (``RosterLimits``).
     var rosterTokens = Double(RosterLimits().burst)
     var rosterRefilled: Duration?
+    /// When the peer's last VERIFY was shown (at most one each ``verificationRequestInterval``).
+    var verificationShown: Duration?
   }
 
   struct PeerRecord: Sendable {

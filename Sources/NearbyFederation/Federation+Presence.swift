@@ -29,7 +29,8 @@ extension Federation {
       }
       // How long ago it was written: the server's timestamp for what was there before we
       // watched (clocks of relays and servers differ a little), now for what changes.
-      let age = Duration.nanoseconds(max(0, Self.wallClock - created))
+      let (elapsed, overflow) = Self.wallClock.subtractingReportingOverflow(created)
+      let age = Duration.nanoseconds(overflow ? (created < 0 ? .max : 0) : max(0, elapsed))
       let refreshed = isReady ? now : now - age
       if record.relay == relay, local[id] != nil { local[id]?.revision = revision }
       presence[id] = PresenceState(record: record, revision: revision, refreshed: refreshed, announced: presence[id]?.announced)

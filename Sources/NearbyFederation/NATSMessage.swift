@@ -49,7 +49,11 @@ public struct JetStreamDelivery: Hashable, Sendable {
     guard tokens.count >= 9, tokens[0] == "$JS", tokens[1] == "ACK" else { return nil }
     // The v2 form: $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>]
     let base = tokens.count >= 11 ? 4 : 2
-    guard let deliveries = UInt64(tokens[base + 2]), let sequence = UInt64(tokens[base + 3]), let timestamp = Int64(tokens[base + 5]) else {
+    // The time is nanoseconds since 1970: never negative (another site can publish with any
+    // reply subject, and an age computed from Int64.min overflowed).
+    guard let deliveries = UInt64(tokens[base + 2]), let sequence = UInt64(tokens[base + 3]), let timestamp = Int64(tokens[base + 5]),
+      timestamp >= 0
+    else {
       return nil
     }
     stream = String(tokens[base])

@@ -189,6 +189,32 @@ struct RelayEndToEndTests {
     #expect(net.take(a) == [.verification(Fixture.bob, code: "123456", askedByPeer: false)])
     #expect(net.take(Fixture.bobID) == [.verification(Fixture.alice, code: "123456", askedByPeer: true)])
   }
+
+  /// A peer that repeats VERIFY is shown once per interval: each request used to be an event
+  /// of its own, and a flood of 5-byte frames filled the event sequence.
+  @Test func repeatedVerificationRequestsAreShownOncePerInterval() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: .all)
+    net.add(Fixture.bob, policy: .all)
+    net.discoverAll()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    _ = net.take(Fixture.bobID)
+    for _ in 0..<50 { net.act(a) { m, x, _ in m.requestVerification(Fixture.bobID, into: &x) } }
+    net.run()
+    let asked = SessionEvent.verification(Fixture.alice, code: "123456", askedByPeer: true)
+    #expect(net.take(Fixture.bobID).filter { $0 == asked }.count == 1)
+    net.advance(by: .seconds(5))
+    net.act(a) { m, x, _ in m.requestVerification(Fixture.bobID, into: &x) }
+    net.run()
+    #expect(!net.take(Fixture.bobID).contains(asked), "within the interval")
+    net.advance(by: SessionStateMachine.verificationRequestInterval)
+    net.act(a) { m, x, _ in m.requestVerification(Fixture.bobID, into: &x) }
+    net.act(a) { m, x, _ in m.requestVerification(Fixture.bobID, into: &x) }
+    net.run()
+    #expect(net.take(Fixture.bobID).filter { $0 == asked }.count == 1, "once more after the interval")
+  }
 }
 
 @Suite("Relays route sealed messages along the roster")

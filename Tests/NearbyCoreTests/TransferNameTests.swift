@@ -40,6 +40,61 @@ struct TransferNameTests {
     #expect(paths == [["a"], ["a (2)", "b"], ["A (2)", "c"], ["x", "y"], ["x (2)"], ["x", "y (2)"], ["dir"], ["dir (2)"]])
   }
 
+  /// A hostile offer: 4 096 entries of one 200-byte name (under the 1 MiB of a FILE frame).
+  /// Each gets its own number, in order. (The search for a free number started from 2 for
+  /// each entry: about eight million names built, minutes of the session's thread.)
+  @Test func fourThousandEntriesOfOneNameAreNumberedInOrder() throws {
+    let name = String(repeating: "n", count: 196) + ".txt"
+    let paths = try TransferName.paths(for: Array(repeating: OfferedFile(name: name, size: 1), count: 4096)).get()
+    #expect(paths.count == 4096)
+    #expect(Set(paths.map { $0.joined(separator: "/") }).count == 4096, "every entry has a path of its own")
+    for (index, path) in paths.enumerated() {
+      #expect(path == [TransferName.numbered(name, index + 1)])
+      guard path == [TransferName.numbered(name, index + 1)] else { break }
+    }
+  }
+
+  /// The paths of random offers (a few names, folders and files mixed, in any case) are those
+  /// of the search from 2 that came before, entry by entry.
+  @Test(arguments: 0..<40)
+  func pathsAreThoseOfTheSearchFromTheStart(seed: Int) throws {
+    var random = SeededGenerator(seed: UInt64(seed))
+    let names = ["a", "A", "a/b", "a/B", "b", "a (2)", "a (2)/b", "x/y/z", "x", "x/y", "X/Y", "n.txt", "n (2).txt", "N.TXT"]
+    let files = (0..<Int(random.next() % 60 + 1)).map { _ in
+      let name = names[Int(random.next() % UInt64(names.count))]
+      return random.next() % 5 == 0 ? OfferedFile(name: name, size: 0, isDirectory: true) : OfferedFile(name: name, size: 1)
+    }
+    #expect(try TransferName.paths(for: files).get() == Self.searchedFromTheStart(files), "\(files.map(\.name))")
+  }
+
+  /// How paths were found before: for each entry, numbers tried from 2.
+  static func searchedFromTheStart(_ files: [OfferedFile]) -> [[String]] {
+    func key(_ path: ArraySlice<String>) -> String { path.joined(separator: "/").lowercased() }
+    var kinds: [String: Bool] = [:]
+    var result: [[String]] = []
+    for file in files {
+      var path = TransferName.components(of: file.name)
+      for level in 0..<(path.count - 1) {
+        var number = 1
+        let base = path[level]
+        while kinds[key(path[0...level])] == false {
+          number += 1
+          path[level] = TransferName.numbered(base, number)
+        }
+        kinds[key(path[0...level])] = true
+      }
+      let base = path[path.count - 1]
+      var number = 1
+      while kinds[key(path[...])] != nil {
+        number += 1
+        path[path.count - 1] = TransferName.numbered(base, number)
+      }
+      kinds[key(path[...])] = file.isDirectory
+      result.append(path)
+    }
+    return result
+  }
+
   @Test func anOfferTooDeepIsRefused() {
     let deep = (0..<40).map { "d\($0)" }.joined(separator: "/")
     guard case .failure(.tooDeep) = TransferName.paths(for: [OfferedFile(name: deep, size: 1)]) else {

@@ -45,6 +45,10 @@ struct FederationValueTests {
     #expect(new.stream == "NEARBY" && new.consumer == "peer-abc" && new.deliveries == 1 && new.streamSequence == 99)
     #expect(JetStreamDelivery(replySubject: "_INBOX.abc") == nil)
     #expect(JetStreamDelivery(replySubject: "$JS.ACK.NEARBY.peer.x.1.2.3") == nil)
+    // A time before 1970 is no server's: a core publish by another site can carry any reply
+    // subject, and the age of Int64.min nanoseconds trapped the relay.
+    #expect(JetStreamDelivery(replySubject: "$JS.ACK.NEARBY.c.1.1.1.-9223372036854775808.0") == nil)
+    #expect(JetStreamDelivery(replySubject: "$JS.ACK.NEARBY.c.1.1.1.-1.0") == nil)
   }
 
   @Test func subjectsAndNamesFollowThePeerIDs() {

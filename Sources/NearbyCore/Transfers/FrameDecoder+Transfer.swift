@@ -17,6 +17,9 @@ extension FrameDecoder {
       }
       var files: [OfferedFile] = []
       files.reserveCapacity(min(count, reader.remaining / 11))
+      // The sizes add up to at most 2^62 as well (sums of them in offers, progress and disk
+      // space checks fit in 64 bits: four entries of 2^62 trapped there).
+      var total: UInt64 = 0
       for _ in 0..<count {
         let size = try reader.integer(UInt64.self, "size")
         let flags = try reader.u8("flags")
@@ -26,6 +29,8 @@ extension FrameDecoder {
         }
         let name = try reader.string(nameLength, "name")
         guard size <= ProtocolLimits.maximumFileSize else { throw reader.malformed("a file of \(size) bytes is larger than 2^62") }
+        total += size
+        guard total <= ProtocolLimits.maximumFileSize else { throw reader.malformed("the offered files add up to more than 2^62 bytes") }
         if flags & 2 != 0, size != 0 { throw reader.malformed("a folder with a size of \(size)") }
         files.append(OfferedFile(name: name, size: size, flags: flags))
       }

@@ -89,6 +89,12 @@ package enum TransferName {
   /// - Returns: the paths, or why the offer cannot be saved (a name too deep).
   package static func paths(for files: [OfferedFile]) -> Result<[[String]], TransferNameError> {
     var kinds: [String: Bool] = [:]  // lowercased path -> is a folder
+    // Where the search for a free number stopped last, per lowercased path as offered: a
+    // path once taken stays taken (and a file stays a file), so the next search of the same
+    // path starts there. Searching from 2 each time was quadratic: an offer of 4 096 entries
+    // of one name kept a session's thread busy for minutes.
+    var folderNumbers: [String: Int] = [:]
+    var entryNumbers: [String: Int] = [:]
     var result: [[String]] = []
     result.reserveCapacity(files.count)
     for file in files {
@@ -96,21 +102,27 @@ package enum TransferName {
       guard path.count <= maximumDepth else { return .failure(.tooDeep(file.name, path.count)) }
       // Every folder on the way must not be a file of an earlier entry.
       for level in 0..<(path.count - 1) {
-        var number = 1
         let base = path[level]
-        while kinds[key(path[0...level])] == false {
+        let offered = key(path[0...level])
+        var number = folderNumbers[offered] ?? 1
+        if number > 1 { path[level] = numbered(base, number) }
+        while kinds[number == 1 ? offered : key(path[0...level])] == false {
           number += 1
           path[level] = numbered(base, number)
         }
+        folderNumbers[offered] = number
         kinds[key(path[0...level])] = true
       }
       // The entry itself must be new.
       let base = path[path.count - 1]
-      var number = 1
-      while kinds[key(path[...])] != nil {
+      let offered = key(path[...])
+      var number = entryNumbers[offered] ?? 1
+      if number > 1 { path[path.count - 1] = numbered(base, number) }
+      while kinds[number == 1 ? offered : key(path[...])] != nil {
         number += 1
         path[path.count - 1] = numbered(base, number)
       }
+      entryNumbers[offered] = number
       kinds[key(path[...])] = file.isDirectory
       result.append(path)
     }
