@@ -173,6 +173,9 @@ extension NearbySession {
             connections[id] = nil
             untaken[id] = nil
             if !guards.heldBack.isEmpty { releaseHeldBack(of: id) }
+            // No `.closed` comes for a connection closed at once: senders waiting for its
+            // room try again now (and are told the peer is gone, or wait for its resume).
+            connectionReady(id)
           }
         }
       case .emit(let event):

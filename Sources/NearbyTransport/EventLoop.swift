@@ -168,16 +168,23 @@ package final class EventLoop: @unchecked Sendable {
   /// Whether the caller runs on the loop's thread.
   package var inLoop: Bool { UInt64(pthread_self()) == threadID.load(ordering: .acquiring) }
 
-  /// Runs `work` on the loop thread, soon (dropped once the loop has stopped).
+  /// Runs `work` on the loop thread, soon (dropped once the loop is stopping, unless the
+  /// loop thread itself queues it: the loop's last iterations run that).
   package func execute(_ work: @escaping @Sendable () -> Void) {
     _ = submit(.closure(work))
   }
 
-  /// Queues `work` for the loop thread. - Returns: `false` when the loop has stopped.
+  /// Queues `work` for the loop thread. - Returns: `false` when the loop is stopping, except
+  /// for a closure queued by the loop thread: its last iterations run those (a connection
+  /// that a handler of the last iteration closed at once was left open, with its descriptor,
+  /// when its close was dropped). Jobs go to the queue that replaces the loop instead, and
+  /// other threads' closures are dropped: the loop must come to an end.
   @discardableResult
   func submit(_ work: Work) -> Bool {
+    let own: Bool
+    if case .closure = work { own = inLoop } else { own = false }
     let accepted = shared.withLock { state -> Bool in
-      if state.stopping { return false }
+      if state.stopping && !own { return false }
       state.work.append(work)
       return true
     }
@@ -211,6 +218,9 @@ package final class EventLoop: @unchecked Sendable {
     case closure(() -> Void)
     case flush(TCPConnection)
   }
+
+  /// Whether ``shutdown()`` was called.
+  package var isStopping: Bool { shared.withLock { $0.stopping } }
 
   /// Stops the loop after the work already queued, and waits for its thread to end.
   /// Handlers still registered are dropped (their owners close their descriptors first).

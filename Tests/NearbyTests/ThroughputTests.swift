@@ -242,6 +242,50 @@ struct ThroughputTests {
     try await alice.stop()
     try await bob.stop()
   }
+
+  /// A sender waiting for room on a connection that the session then closes at once (the
+  /// peer said GOODBYE) is woken and told: it waited until the session stopped, since no
+  /// `.closed` comes for a connection closed at once.
+  @Test(.timeLimit(.minutes(1)))
+  func aSenderWaitingForRoomIsToldWhenThePeerSaysGoodbye() async throws {
+    let alice = try await RunningSession.start("alice") {
+      $0.maximumQueuedBytes = 64 * 1024
+      $0.timeouts.deadPeer = .seconds(60)
+    }
+    let silent = try await SilentPeer.connect(to: alice.port)
+    let silentPeer = try await alice.expect("silent connected") { if case .connected(let p, _) = $0 { p } else { nil } }
+    let session = alice.session
+    let body = [UInt8](repeating: 7, count: 65_536)
+    let sent = Atomic<Int>(0)
+    let stuck = Task { () -> SendError? in
+      do throws(SendError) {
+        for _ in 0..<10_000 {
+          try await session.send(body, to: .peer(silentPeer.id))
+          sent.add(1, ordering: .relaxed)
+        }
+        return nil
+      } catch {
+        return error
+      }
+    }
+    // Until the sends stall (the queues on the way are full).
+    var before = -1
+    while sent.load(ordering: .relaxed) != before {
+      before = sent.load(ordering: .relaxed)
+      try await Task.sleep(for: .milliseconds(300))
+    }
+    silent.peer.write(.goodbye(.shuttingDown))
+    // A sender never woken fails here (cancelled) rather than hanging the run.
+    let watchdog = Task {
+      try await Task.sleep(for: .seconds(20))
+      stuck.cancel()
+    }
+    let outcome = await stuck.value
+    watchdog.cancel()
+    let count = sent.load(ordering: .relaxed)
+    #expect(outcome == .notConnected([silentPeer.id]), "\(String(describing: outcome)) after \(count) sent")
+    try await alice.stop()
+  }
 }
 
 @Suite("The session's executor")

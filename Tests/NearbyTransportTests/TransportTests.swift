@@ -231,6 +231,27 @@ struct TransportTests {
     }
   }
 
+  /// What the loop thread queues while the loop stops still runs before it ends (a connection
+  /// that a handler of the last iteration closed at once stayed open, its close dropped).
+  @Test func workTheLoopQueuesWhileItStopsStillRuns() async throws {
+    let loop = try EventLoop()
+    final class Flag: Sendable {
+      let value = Atomic<Bool>(false)
+      var isSet: Bool { value.load(ordering: .relaxed) }
+    }
+    let ran = Flag()
+    let dropped = Flag()
+    loop.execute {
+      while !loop.isStopping { usleep(100) }
+      loop.execute { ran.value.store(true, ordering: .relaxed) }
+    }
+    await loop.shutdown()
+    #expect(ran.isSet, "the loop's own closure, queued as it stopped, did not run")
+    // Another thread's work is still refused once the loop stopped.
+    loop.execute { dropped.value.store(true, ordering: .relaxed) }
+    #expect(!dropped.isSet)
+  }
+
   @Test func shuttingDownLeavesNoThreadOrDescriptorBehind() async {
     // In a child process, so that no other test's sockets or threads blur the count.
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
