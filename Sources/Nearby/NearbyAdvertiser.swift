@@ -43,15 +43,28 @@ public final class NearbyAdvertiser: Sendable {
   /// Advertises until the task is cancelled, then withdraws the advertisement; ``events`` ends.
   /// - Throws: ``SystemError`` when its I/O thread cannot start.
   public func run() async throws {
-    let loop = try EventLoop(name: "nearby-advertise")
     let hub = self.hub
+    let loop: EventLoop
+    do {
+      loop = try EventLoop(name: "nearby-advertise")
+    } catch {
+      hub.finish()  // ``events`` ends as documented (its readers waited for ever)
+      throw error
+    }
     let advertisement = PeerAdvertisement(peer: peer, isRelay: isRelay, info: peer.info)
-    let advertiser = try Advertiser(advertisement: advertisement, serviceType: serviceType, port: port, loop: loop) { event in
-      switch event {
-      case .registered(let name): hub.publish(.advertiser(.registered(name: name)))
-      case .failed(let error): hub.publish(.advertiser(.failed(error.description)))
-      case .infoUpdated: break
+    let advertiser: Advertiser
+    do {
+      advertiser = try Advertiser(advertisement: advertisement, serviceType: serviceType, port: port, loop: loop) { event in
+        switch event {
+        case .registered(let name): hub.publish(.advertiser(.registered(name: name)))
+        case .failed(let error): hub.publish(.advertiser(.failed(error.description)))
+        case .infoUpdated: break
+        }
       }
+    } catch {
+      await loop.shutdown()  // its thread, which nothing else would stop
+      hub.finish()
+      throw error
     }
     advertiser.start()
     await waitUntilCancelled()

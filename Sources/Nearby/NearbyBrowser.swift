@@ -47,8 +47,14 @@ public final class NearbyBrowser: Sendable {
   /// Browses until the task is cancelled, then releases everything it made; ``events`` ends.
   /// - Throws: ``SystemError`` when its I/O thread cannot start.
   public func run() async throws {
-    let loop = try EventLoop(name: "nearby-browse")
     let hub = self.hub
+    let loop: EventLoop
+    do {
+      loop = try EventLoop(name: "nearby-browse")
+    } catch {
+      hub.finish()  // ``events`` ends as documented (its readers waited for ever)
+      throw error
+    }
     let browser = Browser(serviceType: serviceType, localPeer: localPeer, loop: loop) { event in
       switch event {
       case .found(let peer): hub.publish(.browser(.found(peer)))

@@ -129,6 +129,10 @@ public actor NearbySession {
     settled.session = self
   }
 
+  /// A session dropped without running stops its I/O thread (started in `init`; only `run()`
+  /// stopped it, and each such session left a thread and three descriptors behind).
+  deinit { loop.requestStop() }
+
   // MARK: Running
 
   /// Runs the session until ``shutdown()`` or cancellation.
@@ -158,6 +162,10 @@ public actor NearbySession {
       finishReady(nil)
       state = .stopped
       hub.finish()
+      // A shutdown() that came while the listener was starting waited for run() to end.
+      let waiters = shutdownWaiters
+      shutdownWaiters = []
+      for waiter in waiters { waiter.resume() }
       throw error
     }
     let port = listener!.port

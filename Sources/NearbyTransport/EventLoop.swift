@@ -219,17 +219,24 @@ package final class EventLoop: @unchecked Sendable {
     case flush(TCPConnection)
   }
 
-  /// Whether ``shutdown()`` was called.
-  package var isStopping: Bool { shared.withLock { $0.stopping } }
-
-  /// Stops the loop after the work already queued, and waits for its thread to end.
-  /// Handlers still registered are dropped (their owners close their descriptors first).
-  package func shutdown() async {
+  /// Asks the loop to stop after the work already queued, without waiting for it (for an
+  /// owner that goes away without ``shutdown()``: the thread then ends and releases the loop,
+  /// whose descriptors close with it).
+  package func requestStop() {
     let alreadyStopping = shared.withLock { state -> Bool in
       defer { state.stopping = true }
       return state.stopping
     }
     if !alreadyStopping { _ = nearby_eventfd_signal(wakeFD) }
+  }
+
+  /// Whether ``shutdown()`` (or ``requestStop()``) was called.
+  package var isStopping: Bool { shared.withLock { $0.stopping } }
+
+  /// Stops the loop after the work already queued, and waits for its thread to end.
+  /// Handlers still registered are dropped (their owners close their descriptors first).
+  package func shutdown() async {
+    requestStop()
     await withCheckedContinuation { continuation in
       let done = finished.withLock { stored -> Bool in
         if hasFinished.load(ordering: .acquiring) { return true }
