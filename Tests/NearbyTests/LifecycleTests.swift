@@ -116,6 +116,8 @@ struct LifecycleTests {
       let before = ioThreads()
       do {
         let session = try NearbySession(configuration: SessionConfiguration(identity: .ephemeral(), name: try DisplayName("unused")))
+        // The thread names itself once it runs.
+        for _ in 0..<200 where ioThreads() != before + 1 { usleep(10_000) }
         guard ioThreads() == before + 1 else { exit(3) }
         _ = session
       }
