@@ -11,9 +11,9 @@ import CNearbySystem
 /// timeout after 50 ms without bytes: then it was the Escape key. ``stop()`` wakes the
 /// thread through an eventfd and ends it.
 public final class KeyReader: Sendable {
-  private let wakeFD: Int32
+  private let wake: WakeDescriptor
 
-  private init(wakeFD: Int32) { self.wakeFD = wakeFD }
+  private init(wake: WakeDescriptor) { self.wake = wake }
 
   /// Starts reading.
   /// - Parameters:
@@ -27,7 +27,8 @@ public final class KeyReader: Sendable {
   ) -> KeyReader? {
     let wakeFD = nearby_eventfd()
     guard wakeFD >= 0 else { return nil }
-    let box = Unmanaged.passRetained(KeyReaderBox(fd: fd, wakeFD: wakeFD, onBytes: onBytes, onTimeout: onTimeout, onEnd: onEnd))
+    let wake = WakeDescriptor(wakeFD)
+    let box = Unmanaged.passRetained(KeyReaderBox(fd: fd, wake: wake, onBytes: onBytes, onTimeout: onTimeout, onEnd: onEnd))
     var thread = pthread_t()
     let created = pthread_create(
       &thread, nil,
@@ -39,41 +40,49 @@ public final class KeyReader: Sendable {
       }, box.toOpaque())
     guard created == 0 else {
       box.release()
-      close(wakeFD)
       return nil
     }
     pthread_detach(thread)
-    return KeyReader(wakeFD: wakeFD)
+    return KeyReader(wake: wake)
   }
 
-  /// Ends the thread (it closes the eventfd on its way out).
-  public func stop() { _ = nearby_eventfd_signal(wakeFD) }
+  /// Ends the thread (if the terminal did not end it already).
+  public func stop() { _ = nearby_eventfd_signal(wake.fd) }
+}
+
+/// The eventfd that wakes the reading thread, closed once both the thread and the
+/// ``KeyReader`` let go of it. (The thread closed it on its way out: a ``KeyReader/stop()``
+/// after the terminal went away then wrote 8 bytes to whatever file had its number since, a
+/// conversation log say.)
+private final class WakeDescriptor: Sendable {
+  let fd: Int32
+  init(_ fd: Int32) { self.fd = fd }
+  deinit { close(fd) }
 }
 
 private final class KeyReaderBox: @unchecked Sendable {
   let fd: Int32
-  let wakeFD: Int32
+  let wake: WakeDescriptor
   let onBytes: @Sendable ([UInt8]) -> Bool
   let onTimeout: @Sendable () -> Void
   let onEnd: @Sendable () -> Void
 
   init(
-    fd: Int32, wakeFD: Int32, onBytes: @escaping @Sendable ([UInt8]) -> Bool, onTimeout: @escaping @Sendable () -> Void,
+    fd: Int32, wake: WakeDescriptor, onBytes: @escaping @Sendable ([UInt8]) -> Bool, onTimeout: @escaping @Sendable () -> Void,
     onEnd: @escaping @Sendable () -> Void
   ) {
     self.fd = fd
-    self.wakeFD = wakeFD
+    self.wake = wake
     self.onBytes = onBytes
     self.onTimeout = onTimeout
     self.onEnd = onEnd
   }
 
   func run() {
-    defer { close(wakeFD) }
     var waiting = false
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
-      var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+      var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
       let ready = poll(&fds, 2, waiting ? 50 : -1)
       if ready < 0 {
         if errno == EINTR { continue }

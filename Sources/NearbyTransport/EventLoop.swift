@@ -136,6 +136,7 @@ package final class EventLoop: @unchecked Sendable {
         close(epoll)
         close(wake)
         close(timer)
+        closedDescriptors.store(true, ordering: .releasing)  // deinit runs, and must not close them again
         throw SystemError("epoll_ctl", errno: code)
       }
     }
@@ -152,6 +153,7 @@ package final class EventLoop: @unchecked Sendable {
       close(epoll)
       close(wake)
       close(timer)
+      closedDescriptors.store(true, ordering: .releasing)  // deinit runs, and must not close them again
       throw SystemError("pthread_create", errno: result)
     }
   }
@@ -159,6 +161,9 @@ package final class EventLoop: @unchecked Sendable {
   deinit {
     scratch.deallocate()
     if !closedDescriptors.load(ordering: .acquiring) {
+      // Never shut down (stopped by ``requestStop()``): nobody joins the thread, which has
+      // ended or is ending (it held the last reference); detached, its stack is freed.
+      pthread_detach(thread)
       close(epoll)
       close(wakeFD)
       close(timerFD)
@@ -181,18 +186,20 @@ package final class EventLoop: @unchecked Sendable {
   /// other threads' closures are dropped: the loop must come to an end.
   @discardableResult
   func submit(_ work: Work) -> Bool {
+    let onLoop = inLoop
     let own: Bool
-    if case .closure = work { own = inLoop } else { own = false }
-    let accepted = shared.withLock { state -> Bool in
+    if case .closure = work { own = onLoop } else { own = false }
+    return shared.withLock { state -> Bool in
       if state.stopping && !own { return false }
       state.work.append(work)
+      // Woken under the lock, which ``shutdown()`` takes to close the descriptor: a thread
+      // preempted between queueing and waking could otherwise write its 8 bytes to the
+      // number after the loop ended and the kernel gave it to another socket or file.
+      if !onLoop, !signalled.exchange(true, ordering: .acquiringAndReleasing) {
+        _ = nearby_eventfd_signal(wakeFD)
+      }
       return true
     }
-    guard accepted else { return false }
-    if !inLoop, !signalled.exchange(true, ordering: .acquiringAndReleasing) {
-      _ = nearby_eventfd_signal(wakeFD)
-    }
-    return true
   }
 
   /// Runs `work` on the loop thread after everything of the current iteration (handlers,
@@ -223,11 +230,10 @@ package final class EventLoop: @unchecked Sendable {
   /// owner that goes away without ``shutdown()``: the thread then ends and releases the loop,
   /// whose descriptors close with it).
   package func requestStop() {
-    let alreadyStopping = shared.withLock { state -> Bool in
-      defer { state.stopping = true }
-      return state.stopping
+    shared.withLock { state in
+      if !state.stopping { _ = nearby_eventfd_signal(wakeFD) }
+      state.stopping = true
     }
-    if !alreadyStopping { _ = nearby_eventfd_signal(wakeFD) }
   }
 
   /// Whether ``shutdown()`` (or ``requestStop()``) was called.
@@ -245,9 +251,12 @@ package final class EventLoop: @unchecked Sendable {
       }
       if done { continuation.resume() }
     }
-    // The thread has left run(); joining takes no time.
+    // The thread has left run(); joining takes no time. Once: a second join is undefined
+    // (shutdown() may be called from several places).
+    guard !closedDescriptors.exchange(true, ordering: .acquiringAndReleasing) else { return }
     pthread_join(thread, nil)
-    if !closedDescriptors.exchange(true, ordering: .acquiringAndReleasing) {
+    // Under the lock that ``submit(_:)`` wakes the loop under.
+    shared.withLock { _ in
       close(epoll)
       close(wakeFD)
       close(timerFD)
