@@ -4,6 +4,12 @@ import NearbySystem
 /// File-transfer events as lines: text for people, JSON (`offer`, `transfer`,
 /// `transfer-done`, `transfer-failed`, `transfer-cancelled`) for scripts.
 extension EventFormatter {
+  /// `transfer 3fa9 was cancelled by bob (9c1e): disk full`: the peer's message made safe
+  /// to print (it is theirs: up to 1 KiB of any text, escape sequences included).
+  public static func cancelledText(_ id: TransferID, by peer: Peer?, message: String) -> String {
+    "transfer \(id.shortHex) was cancelled\(peer.map { " by \(label($0))" } ?? "")\(message.isEmpty ? "" : ": \(sanitize(message))")"
+  }
+
   /// `3 files (12.4 MiB): photos/a.jpg, photos/b.jpg, notes.txt`
   public static func offerSummary(_ files: [OfferedFile]) -> String {
     let regular = files.filter { !$0.isDirectory }

@@ -183,9 +183,9 @@ public actor FileReceiveCommand {
       case .cancelled(let byPeer, let message):
         await finish(
           1,
-          "Error: transfer \(id.shortHex) was cancelled\(byPeer ? " by \(EventFormatter.label(peer))" : "")\(message.isEmpty ? "" : ": \(message)")")
+          "Error: \(EventFormatter.cancelledText(id, by: byPeer ? peer : nil, message: message))")
       case .failed(_, let message):
-        await finish(1, "Error: the transfer from \(EventFormatter.label(peer)) failed: \(message)")
+        await finish(1, "Error: the transfer from \(EventFormatter.label(peer)) failed: \(EventFormatter.sanitize(message))")
       }
     default:
       break

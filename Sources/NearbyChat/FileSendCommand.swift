@@ -177,10 +177,10 @@ public actor FileSendCommand {
       case .cancelled(let byPeer, let message):
         await finish(
           1,
-          "Error: transfer \(id.shortHex) was cancelled\(byPeer ? " by \(EventFormatter.label(peer))" : "")\(message.isEmpty ? "" : ": \(message)")")
+          "Error: \(EventFormatter.cancelledText(id, by: byPeer ? peer : nil, message: message))")
       case .failed(let reason, let message):
         let what = reason == .refused ? "\(EventFormatter.label(peer)) refused the files" : "the transfer failed"
-        await finish(1, "Error: \(what): \(message)")
+        await finish(1, "Error: \(what): \(EventFormatter.sanitize(message))")
       }
     default:
       break

@@ -181,8 +181,12 @@ public enum NearbyCommands {
         unit = scale
         digits = digits.dropLast()
       }
-      guard let value = Double(digits), value > 0, value * Double(unit) >= 1000 else {
-        throw OptionValueError("give a rate of at least 1000 bytes a second, for example 500k or 2M")
+      // Decimal digits only, at most 1000 G a second: far above any link, and a Double that
+      // UInt64 can hold (1e20 and "inf" trapped in the conversion; 0x10 was hex).
+      guard digits.allSatisfy({ $0.isNumber && $0.isASCII || $0 == "." }), let value = Double(digits), value > 0, value * Double(unit) >= 1000,
+        value * Double(unit) <= 1e12
+      else {
+        throw OptionValueError("give a rate from 1000 bytes to 1000G a second, for example 500k or 2M")
       }
       return UInt64(value * Double(unit))
     }

@@ -253,7 +253,11 @@ public struct KeyDecoder: Sendable {
   /// arrows into word moves with Ctrl (`1;5D`: Ctrl-Left) and into conversation switches
   /// with Alt (`1;3C`: Alt-Right).
   static func csiKey(_ parameters: String, final: UInt8) -> Key? {
-    let numbers = parameters.split(separator: ";", omittingEmptySubsequences: false).map { Int($0) ?? 0 }
+    // Parameters are small numbers; anything else (a sign, more digits than a key needs:
+    // "-9223372036854775808" made `numbers[1] - 1` overflow) counts as 0.
+    let numbers = parameters.split(separator: ";", omittingEmptySubsequences: false).map { part in
+      part.utf8.count <= 6 && part.utf8.allSatisfy { (0x30...0x39).contains($0) } ? Int(part) ?? 0 : 0
+    }
     let modifiers = numbers.count >= 2 ? max(0, numbers[1] - 1) : 0  // 1 Shift, 2 Alt, 4 Ctrl
     let modified = modifiers != 0
     let ctrl = modifiers & 4 != 0

@@ -36,6 +36,17 @@ struct PeerTextTests {
     #expect(EventFormatter.sanitize(text) == text)
   }
 
+  /// `nearby send` and `nearby receive` print why a transfer was cancelled: the peer's own
+  /// message, escaped (it was printed raw, escape sequences and all, to the terminal).
+  @Test func aCancelledTransfersMessageFromThePeerIsEscaped() {
+    let mallory = Self.peer("mallory", 7)
+    let id = TransferID.random()
+    let text = EventFormatter.cancelledText(id, by: mallory, message: "bye\u{1B}]52;c;aGk=\u{07}\u{1B}[2J")
+    #expect(!text.unicodeScalars.contains("\u{1B}") && !text.unicodeScalars.contains("\u{07}"), "\(text)")
+    #expect(text == "transfer \(id.shortHex) was cancelled by mallory (\(mallory.id.shortHex)): bye\\x1b]52;c;aGk=\\x07\\x1b[2J")
+    #expect(EventFormatter.cancelledText(id, by: nil, message: "") == "transfer \(id.shortHex) was cancelled")
+  }
+
   @Test func plainOutputEscapesMessageTextAndNames() {
     let output = PlainOutput(json: false)
     let bob = Self.peer("bob", 1)

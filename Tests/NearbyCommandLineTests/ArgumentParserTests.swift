@@ -77,6 +77,26 @@ struct ArgumentParserTests {
     #expect(try parser.parse(["relay"]).value(NearbyCommands.Relay.busyPoll) == nil)
   }
 
+  /// `send --rate`: bytes a second with an optional k, M or G, from 1000 to 1000G. Values a
+  /// UInt64 cannot hold ("1e20", "inf") trapped in the conversion.
+  @Test(arguments: [
+    ("500k", 500_000 as UInt64?), ("2M", 2_000_000), ("1000", 1000), ("1000G", 1_000_000_000_000), ("999", nil), ("0", nil), ("0x10k", nil),
+    ("1e20", nil), ("inf", nil), ("nan", nil), ("2e19k", nil), ("18446744073709551616", nil), ("1001G", nil), ("k", nil),
+  ])
+  func sendRateIsBytesASecondInRange(text: String, expected: UInt64?) throws {
+    let parsed = try parser.parse(["send", "--to", "bob", "--rate", text, "file"])
+    if let expected {
+      #expect(try parsed.value(NearbyCommands.Send.rate) == expected)
+    } else {
+      #expect {
+        _ = try parsed.value(NearbyCommands.Send.rate)
+      } throws: { error in
+        guard case .usage(let message, _) = error as? CommandLineError else { return false }
+        return message == "invalid --rate '\(text)': give a rate from 1000 bytes to 1000G a second, for example 500k or 2M"
+      }
+    }
+  }
+
   @Test func helpTextListsEveryOptionWithItsDefault() {
     let help = HelpFormatter(root: NearbyCommands.root).help(["nearby", "chat"])
     for option in ["--name NAME", "--service TYPE", "--accept POLICY", "--allow ID,...", "--json", "--plain", "--state-dir DIR", "-h, --help"] {

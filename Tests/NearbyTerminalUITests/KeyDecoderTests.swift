@@ -31,6 +31,14 @@ import Testing
     #expect(decode("\u{1B}d\u{1B}\u{7F}") == [.killWordForward, .killWordBackward])
   }
 
+  /// Parameters no key has (a sign, twenty digits) count as none, and never trap: a paste can
+  /// carry any bytes ("1;-9223372036854775808" made the modifier arithmetic overflow).
+  @Test func outlandishParametersAreNoModifier() {
+    #expect(decode("\u{1B}[1;-9223372036854775808C") == [.right])
+    #expect(decode("\u{1B}[1;99999999999999999999D") == [.left])
+    #expect(decode("\u{1B}[-1;5C") == [.wordRight])
+  }
+
   @Test func carriageReturnLineFeedIsOneEnter() {
     var decoder = KeyDecoder()
     #expect(decoder.decode(Array("a\r".utf8)) == [.text("a"), .enter])
