@@ -245,7 +245,7 @@ extension NearbySession {
     case .cancelled: record.closedWith = TransferCancelReason.cancelled.rawValue
     case .failed(let reason, _): record.closedWith = reason.rawValue
     }
-    files.closed[id] = (transfer.peer.id, record.closedWith)
+    files.closed.insert(id, peer: transfer.peer.id, reason: record.closedWith)
     if transfer.sink != nil { persist(record, on: transfer.queue) }
     let saved = transfer.state.files.indices.compactMap { transfer.saved[$0] }
     emit(.transfer(.finished(id: id, peer: transfer.peer, direction: .receive, end: end, files: saved)))

@@ -38,7 +38,7 @@ extension NearbySession {
       case (.receive, .active):
         files.restored[record.id] = record
       case (.receive, _):
-        files.closed[record.id] = (record.peer, record.closedWith)
+        files.closed.insert(record.id, peer: record.peer, reason: record.closedWith)
       case (.send, .active):
         let peer = machine.peer(record.peer) ?? Peer(id: record.peer, name: (try? DisplayName(record.peer.shortHex)) ?? DisplayName.placeholder)
         startOutgoing(

@@ -6,8 +6,9 @@ import NearbyCore
 struct FileTransfers {
   var outgoing: [TransferID: Outgoing] = [:]
   var incoming: [TransferID: Incoming] = [:]
-  /// Receiver: transfers that ended, with how (a new OFFER of one is answered, not asked).
-  var closed: [TransferID: (peer: PeerID, reason: UInt8)] = [:]
+  /// Receiver: transfers that ended, with how (a new OFFER of one is answered, not asked);
+  /// the latest few thousand.
+  var closed = ClosedTransfers()
   /// Sender: cancelled transfers whose receiver could not be told yet.
   var cancelOwed: [TransferID: PeerID] = [:]
   /// Sender: counts the times a drained queue was shared out (whose turn is first).
