@@ -26,16 +26,23 @@ extension SessionStateMachine {
     case .delivered(let delivered):
       acknowledged(delivered, on: id, into: &actions)
     case .undeliverable(let report):
+      // Only relays write reports about others' messages (PROTOCOL.md 9.3): one from any other
+      // peer is dropped, not passed on (any peer of a relay could make a message fail, and
+      // its real receipt be ignored), and taken only about a message we sent on that path.
+      let fromRelay = connections[id]?.toRelay == true
       guard report.origin == localPeer.id else {
-        routeTowardOrigin(report.origin, .undeliverable(report), from: id, into: &actions)
+        if fromRelay { routeTowardOrigin(report.origin, .undeliverable(report), from: id, into: &actions) }
         return
       }
       if report.reason == .queued {
-        noteQueued(report, into: &actions)
+        if fromRelay { noteQueued(report, into: &actions) }
         return
       }
-      let removedDirect = peers[report.recipient]?.session.map { connections[$0]?.unacked.remove(report.messageID) == true } ?? false
-      let removedRelayed = relayedAnswered(report.messageID, by: report.recipient)
+      // A direct message fails by its recipient's word on its session (`notForMe`); one sent
+      // through relays, by a relay's.
+      let direct = peers[report.recipient]?.session
+      let removedDirect = direct == id && connections[id]?.unacked.remove(report.messageID) == true
+      let removedRelayed = fromRelay && relayedAnswered(report.messageID, by: report.recipient)
       guard removedDirect || removedRelayed else { return }
       noteFailed(report.messageID, report.recipient, .remote(report.reason), into: &actions)
     case .roster(let roster):

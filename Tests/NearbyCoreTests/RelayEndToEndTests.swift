@@ -131,6 +131,47 @@ struct RelayEndToEndTests {
     #expect(events.contains(.delivered(messageID: id, to: Fixture.carol)), "\(events)")
   }
 
+  /// A peer that is not a relay writes an UNDELIVERABLE about alice's message to carol and
+  /// sends it to their relay: the relay does not pass it on (alice's message would have been
+  /// reported failed, and carol's real receipt ignored).
+  @Test func aReportFromAPeerThatIsNotARelayIsNotPassedOn() {
+    var net = network()
+    _ = net.take(a)
+    net.slowApplications.insert(c)
+    var id: MessageID = 0
+    net.act(a) { m, x, now in id = m.send([9], to: .peers([c]), timestamp: 0, now: now, into: &x) }
+    net.run()
+    let forged = Frame.Undeliverable(origin: a, messageID: id.rawValue, recipient: c, reason: .unknownRecipient)
+    net.act(Self.r1.id) { m, x, now in m.received([.undeliverable(forged)], on: m.sessionConnection(c)!, now: now, into: &x) }
+    net.run()
+    var events = net.take(a)
+    #expect(!events.contains { if case .error(.undelivered) = $0 { true } else { false } }, "\(events)")
+    net.take(messagesAt: c)
+    net.run()
+    events = net.take(a)
+    #expect(events.contains(.delivered(messageID: id, to: Fixture.carol)), "\(events)")
+  }
+
+  /// A report about a direct message counts only from its recipient, on their session: one
+  /// that comes through a relay about it is ignored.
+  @Test func aDirectMessageFailsOnlyByItsRecipientsWord() {
+    var net = network()
+    net.act(a) { m, x, now in m.invite(c, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(a)
+    net.slowApplications.insert(c)
+    var id: MessageID = 0
+    net.act(a) { m, x, now in id = m.send([5], to: .peers([c]), timestamp: 0, now: now, into: &x) }
+    net.run()
+    #expect(net.nodes[a]!.sessionConnection(c) != nil, "alice and carol have a session")
+    let report = Frame.Undeliverable(origin: a, messageID: id.rawValue, recipient: c, reason: .queueFull)
+    net.act(a) { m, x, now in m.received([.undeliverable(report)], on: m.sessionConnection(Self.r1.id)!, now: now, into: &x) }
+    #expect(!net.take(a).contains { if case .error(.undelivered) = $0 { true } else { false } })
+    net.take(messagesAt: c)
+    net.run()
+    #expect(net.take(a).contains(.delivered(messageID: id, to: Fixture.carol)))
+  }
+
   @Test func aRosterThatGivesAPeerAnotherKeyIsRefused() {
     var net = network()
     _ = net.take(a)
