@@ -42,12 +42,17 @@ extension FrameDecoder {
       }
       var files: [AcceptedFile] = []
       files.reserveCapacity(min(count, reader.remaining / 11))
+      // Which indexes came already: one bit each (searching the list was 8 million
+      // comparisons for an ACCEPT of 4 096 entries).
+      var seen = [UInt64](repeating: 0, count: 1024)
       for _ in 0..<count {
         let index = try reader.integer(UInt16.self, "index")
         let raw = try reader.u8("status")
         guard let status = AcceptedFile.Status(rawValue: raw) else { throw reader.malformed("status \(raw) is not 0 or 1") }
         let offset = try reader.integer(UInt64.self, "offset")
-        guard !files.contains(where: { $0.index == index }) else { throw reader.malformed("file \(index) is accepted twice") }
+        let (word, bit) = (Int(index) >> 6, UInt64(1) << (UInt64(index) & 63))
+        guard seen[word] & bit == 0 else { throw reader.malformed("file \(index) is accepted twice") }
+        seen[word] |= bit
         files.append(AcceptedFile(index: index, status: status, offset: offset))
       }
       return TransferFrame(transfer, .accept(files))
