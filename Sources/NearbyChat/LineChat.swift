@@ -85,6 +85,10 @@ public actor LineChat {
   private let sentMessages: AsyncStream<MessageID>.Continuation
   private let sentStream: AsyncStream<MessageID>
 
+  /// The longest input line the chat takes: a message of the largest body with room for a
+  /// command before it. A longer one is refused whole (``ChatInput/tooLong(byteCount:limit:)``).
+  public static let maximumLineBytes = NearbySession.maximumMessageSize + 4096
+
   public init(session: NearbySession, output: any ChatOutput, connect: [Endpoint] = []) {
     self.session = session
     self.output = output
@@ -94,7 +98,8 @@ public actor LineChat {
 
   /// Runs the chat until /quit, end of input (after pending messages settle) or a signal.
   /// - Returns: the process exit code.
-  public func run(input: AsyncStream<String>, signals: AsyncStream<Int32>?) async -> Int32 {
+  public func run<Input: AsyncSequence & Sendable>(input: Input, signals: AsyncStream<Int32>?) async -> Int32
+  where Input.Element == ChatInput, Input.Failure == Never {
     do {
       try await runSession(input: input, signals: signals)
       return 0
@@ -111,10 +116,10 @@ public actor LineChat {
   ///     session ends.
   ///   - onSignal: replaces the default handling (SIGINT and SIGTERM quit the chat);
   ///   returning `true` ends everything at once.
-  public func runSession(
-    input: AsyncStream<String>, signals: AsyncStream<Int32>?, alongside services: [ServiceGroup.Service] = [],
+  public func runSession<Input: AsyncSequence & Sendable>(
+    input: Input, signals: AsyncStream<Int32>?, alongside services: [ServiceGroup.Service] = [],
     onSignal: (@Sendable (Int32) async -> Bool)? = nil
-  ) async throws {
+  ) async throws where Input.Element == ChatInput, Input.Failure == Never {
     let session = self.session
     let sent = sentStream
     let output = self.output
@@ -132,9 +137,17 @@ public actor LineChat {
           }
         },
         .init("input") {
-          for await line in input {
+          for await item in input {
             await output.waitForRoom()
-            if await self.handle(line: line) { return }
+            switch item {
+            case .line(let line):
+              if await self.handle(line: line) { return }
+            case .tooLong(let byteCount, let limit):
+              output.show(
+                .error(
+                  "a line of \(byteCount) bytes is longer than the chat takes (\(limit)): nothing was sent; send long text as a file (/send PEER PATH)"
+                ))
+            }
           }
           await self.endOfInput()
         },
@@ -323,3 +336,17 @@ public actor LineChat {
 #if canImport(Glibc)
   import Glibc
 #endif
+
+/// One line of the chat's input, or the length of one too long to take.
+public enum ChatInput: Sendable, Hashable {
+  case line(String)
+  case tooLong(byteCount: Int, limit: Int)
+
+  /// A line read with ``LineReader/checkedLines(fd:maximumLineBytes:)``.
+  public init(_ read: Result<String, LineReader.LineTooLong>) {
+    switch read {
+    case .success(let line): self = .line(line)
+    case .failure(let tooLong): self = .tooLong(byteCount: tooLong.byteCount, limit: tooLong.limit)
+    }
+  }
+}

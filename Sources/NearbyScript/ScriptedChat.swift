@@ -34,7 +34,7 @@ public enum ScriptedChat {
     var chatCode: Int32 = 0
     do {
       try await chat.runSession(
-        input: input, signals: signals,
+        input: input.map { @Sendable in ChatInput.line($0) }, signals: signals,
         alongside: [
           .init("script") {
             do throws(ChatScriptFailure) {
@@ -181,7 +181,18 @@ public enum ChatScriptFile {
     var info = stat()
     if fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { throw ChatScriptFileError(path: path, reason: "it is a directory") }
     var lines: [String] = []
-    for await line in LineReader.lines(fd: fd) { lines.append(line) }
+    var failure: ChatScriptFileError?
+    // A line is taken whole or the script refused (a `say` cut short would send part of it).
+    // Read to the end either way: the reading thread uses the descriptor until then.
+    for await line in LineReader.checkedLines(fd: fd, maximumLineBytes: LineChat.maximumLineBytes) where failure == nil {
+      switch line {
+      case .success(let text): lines.append(text)
+      case .failure(let tooLong):
+        failure = ChatScriptFileError(
+          path: path, reason: "line \(lines.count + 1) has \(tooLong.byteCount) bytes, more than a line may have (\(tooLong.limit))")
+      }
+    }
+    if let failure { throw failure }
     return lines.joined(separator: "\n")
   }
 }

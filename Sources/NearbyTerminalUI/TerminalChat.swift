@@ -74,7 +74,7 @@ public enum TerminalChat {
     var sessionFailure: (any Error)?
     do {
       try await chat.runSession(
-        input: lines, signals: signals,
+        input: lines.map { @Sendable in ChatInput.line($0) }, signals: signals,
         alongside: [
           .init("roster") {
             // The counts in the status bar, corrected once a second from what the session knows.

@@ -92,7 +92,8 @@ struct ChatTool: Tool {
       }
     }
     let chat = LineChat(session: session, output: PlainOutput(writer: output, json: json), connect: connect)
-    let code = await chat.run(input: LineReader.lines(), signals: signals)
+    let input = LineReader.checkedLines(maximumLineBytes: LineChat.maximumLineBytes).map { @Sendable in ChatInput($0) }
+    let code = await chat.run(input: input, signals: signals)
     // What is queued goes out before the exit, unless the reader took nothing for 5 s.
     await output.drain()
     return code
