@@ -15,6 +15,8 @@ extension TerminalChatModel {
     var input: InputView
     var logRows: Int
     var hasStatusBar: Bool
+    /// Rows of transfer bars: what is left after the input and the status bar, at most.
+    var barRows: Int
   }
 
   /// The whole screen: every row top to bottom, and the cursor (1-based).
@@ -27,9 +29,11 @@ extension TerminalChatModel {
   var screenLayout: ScreenLayout {
     let hasStatusBar = size.rows >= 3
     let input = inputView(maximumRows: max(1, size.rows - (hasStatusBar ? 2 : 1)))
-    let bars = transferRowCount
+    // A long input may take every row but the status bar's: the bars then give way (they
+    // came on top, and the frame had more rows than the terminal).
+    let bars = min(transferRowCount, max(0, size.rows - input.rows.count - (hasStatusBar ? 1 : 0)))
     return ScreenLayout(
-      input: input, logRows: max(0, size.rows - input.rows.count - (hasStatusBar ? 1 : 0) - bars), hasStatusBar: hasStatusBar)
+      input: input, logRows: max(0, size.rows - input.rows.count - (hasStatusBar ? 1 : 0) - bars), hasStatusBar: hasStatusBar, barRows: bars)
   }
 
   /// What the log rows depend on, for the conversation shown.
@@ -43,7 +47,7 @@ extension TerminalChatModel {
     let layout = screenLayout
     var log = layout.logRows > 0 ? shown.visibleRows(logLayout) : []
     log = [StyledLine](repeating: StyledLine(), count: max(0, layout.logRows - log.count)) + log
-    var rows = log + transferRows
+    var rows = log + transferRows(layout.barRows)
     if layout.hasStatusBar { rows.append(statusBar) }
     rows += layout.input.rows
     let inputTop = size.rows - layout.input.rows.count + 1

@@ -64,9 +64,8 @@ extension TerminalChatModel {
     return min(transferBars.count, Self.maximumTransferRows)
   }
 
-  /// The progress bars, oldest transfer first.
-  var transferRows: [StyledLine] {
-    let count = transferRowCount
+  /// The progress bars in `count` rows (at most ``transferRowCount``), oldest transfer first.
+  func transferRows(_ count: Int) -> [StyledLine] {
     guard count > 0 else { return [] }
     let ordered = transferBars.values.sorted { $0.id < $1.id }
     var rows = ordered.prefix(transferBars.count > count ? count - 1 : count).map(transferRow)

@@ -133,6 +133,25 @@ import Testing
     #expect(chat.screen.contains { $0.hasPrefix("↓ bob") })
   }
 
+  /// A paste of many lines while transfers run: the input and status bar keep their rows and
+  /// the bars give way; the frame never has more rows than the terminal (it had two more,
+  /// and the terminal clipped the input's last rows).
+  @Test func aLongInputTakesTheRowsOfTheBars() {
+    var chat = ChatScreenHarness(columns: 80, rows: 12)
+    let ids = (1...3).map { TransferID(PeerID(high: 0xB000, low: UInt64($0))) }
+    for id in ids { chat.receive(.event(.transfer(.started(Self.progress(id, bytes: 100))))) }
+    #expect(chat.model.frame.rows.count == 12)
+    chat.type(Keys.paste((1...15).map { "line \($0)" }.joined(separator: "\n")))
+    let frame = chat.model.frame
+    #expect(frame.rows.count == 12, "\(frame.rows.count) rows on a terminal of 12")
+    #expect(frame.cursorRow <= 12)
+    #expect(chat.screen.contains { $0.contains("line 15") }, "the input's last row is on the screen: \(chat.screen)")
+    for rows in [11, 9, 8, 3, 2, 1] {
+      chat.resize(columns: 80, rows: rows)
+      #expect(chat.model.frame.rows.count == rows, "\(chat.model.frame.rows.count) rows on a terminal of \(rows)")
+    }
+  }
+
   @Test func tabCompletesOfferIdsAfterReceiveAndTransfersAfterCancelNeverNames() {
     var chat = ChatScreenHarness(columns: 80, rows: 12)
     chat.send(.roster(found: [Fixtures.bob], connected: [Fixtures.bob], inviting: []))
