@@ -5,6 +5,9 @@ public struct ParsedCommand: Sendable {
   let values: [String: [String]]
   let flags: Set<String>
   public let arguments: [String: [String]]
+  /// The options whose value came from the environment, with the variable's name (an error
+  /// about such a value names the variable: the user never typed the option).
+  var fromEnvironment: [String: String] = [:]
 
   /// Whether a flag was given.
   public func flag(_ name: String) -> Bool { flags.contains(name) }
@@ -149,13 +152,15 @@ public struct ArgumentParser: Sendable {
     }
 
     // Environment variables fill options not given on the command line.
+    var fromEnvironment: [String: String] = [:]
     for option in command.options {
       guard values[option.name] == nil, !flags.contains(option.name), let variable = option.environment,
         let value = environment[variable], !value.isEmpty
       else { continue }
       if option.takesValue {
-        try Self.check(value, for: option, path: path)
+        try Self.check(value, for: option, path: path, variable: variable)
         values[option.name] = [value]
+        fromEnvironment[option.name] = variable
       } else if ["1", "true", "yes"].contains(value.lowercased()) {
         flags.insert(option.name)
       }
@@ -177,13 +182,18 @@ public struct ArgumentParser: Sendable {
     if let extra = remaining.first {
       throw .usage("unexpected argument '\(extra)'", path: path)
     }
-    return ParsedCommand(path: path, values: values, flags: flags, arguments: arguments)
+    return ParsedCommand(path: path, values: values, flags: flags, arguments: arguments, fromEnvironment: fromEnvironment)
   }
 
   private static func isNumber(_ text: String) -> Bool { Double(text) != nil }
 
-  private static func check(_ value: String, for option: OptionSpec, path: [String]) throws(CommandLineError) {
+  private static func check(_ value: String, for option: OptionSpec, path: [String], variable: String? = nil) throws(CommandLineError) {
     if let allowed = option.allowedValues, !allowed.contains(value) {
+      if let variable {
+        throw .usage(
+          "'\(value)' (from \(variable)) is not a valid value for '--\(option.name)': use one of \(allowed.joined(separator: ", ")), or unset \(variable)",
+          path: path)
+      }
       throw .usage("'\(value)' is not a valid value for '--\(option.name)': use one of \(allowed.joined(separator: ", "))", path: path)
     }
   }

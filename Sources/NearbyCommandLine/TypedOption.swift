@@ -67,6 +67,11 @@ extension ParsedCommand {
     do {
       return try option.convert(text)
     } catch {
+      if let variable = fromEnvironment[option.spec.name], values(option.spec.name) == [text] {
+        throw .usage(
+          "invalid \(variable) (environment) '\(Self.visible(text))': \(error.description) (or unset \(variable), or give --\(option.spec.name))",
+          path: path)
+      }
       throw .usage("invalid --\(option.spec.name) '\(Self.visible(text))': \(error.description)", path: path)
     }
   }

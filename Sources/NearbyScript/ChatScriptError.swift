@@ -24,11 +24,14 @@ public struct ChatScriptError: Error, Sendable, Equatable, CustomStringConvertib
   /// `FILE:LINE:COLUMN: message`, the line with a caret under the column, and the hint.
   public func formatted(file: String) -> String {
     let shown = EventFormatter.sanitize(source)
-    let caretColumn = min(max(column, 1), shown.count + 1)
+    // Under the character as shown: a tab is shown as spaces, a wide character takes two
+    // columns, an escaped one several (counting characters put the caret elsewhere).
+    let before = EventFormatter.sanitize(String(source.prefix(max(column, 1) - 1)))
+    let caret = DisplayWidth.of(before)
     return """
       \(file):\(line):\(column): \(message)
           \(shown)
-          \(String(repeating: " ", count: caretColumn - 1))^
+          \(String(repeating: " ", count: caret))^
         hint: \(hint)
       """
   }

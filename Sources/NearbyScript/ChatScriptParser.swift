@@ -17,7 +17,9 @@ struct ChatScriptParser {
   mutating func parse(line source: String, number: Int) {
     let trimmed = source.trimmed
     if trimmed.isEmpty || trimmed.hasPrefix("#") { return }
-    if trimmed.lowercased().hasPrefix("repeat ") || trimmed.lowercased() == "repeat" {
+    // `repeat` and whitespace of any kind (a tab too), or `repeat` alone.
+    let lowered = trimmed.lowercased()
+    if lowered == "repeat" || lowered.hasPrefix("repeat") && lowered.dropFirst(6).first?.isWhitespace == true {
       parseRepeat(source, number: number)
       return
     }

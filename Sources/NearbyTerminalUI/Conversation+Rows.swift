@@ -1,3 +1,5 @@
+import NearbyChat
+
 extension Conversation {
   /// What the rows of the log depend on besides the entries.
   struct Layout {

@@ -1,3 +1,5 @@
+import NearbyChat
+
 /// Every key of the terminal chat, for `/help keys` (the README's table says the same).
 public enum KeyBindings {
   public static let all: [(keys: String, action: String)] = [

@@ -1,3 +1,5 @@
+import NearbyChat
+
 /// The text being typed and the cursor in it, with Emacs-style editing.
 ///
 /// The cursor counts grapheme clusters (`Character`s), so it never lands inside a

@@ -1,3 +1,5 @@
+import NearbyChat
+
 extension StyledLine {
   /// The line broken into rows of at most `width` columns, the way a chat log reads: breaks
   /// fall between words (a word longer than a row is cut), the spaces at a break are dropped,

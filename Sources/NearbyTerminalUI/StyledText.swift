@@ -1,3 +1,5 @@
+import NearbyChat
+
 /// How a piece of text looks on a color terminal (SGR attributes).
 public struct TextStyle: Hashable, Sendable {
   /// An SGR foreground color code (31–37, 90–97), or nil for the default color.

@@ -22,6 +22,27 @@ struct ArgumentParserTests {
     #expect(parsed.value("state-dir") == "/tmp/s")
   }
 
+  /// A value from the environment that does not convert: the error names the variable (the
+  /// user never typed the option) and how to get rid of it.
+  @Test func anInvalidEnvironmentValueIsNamedAsSuch() throws {
+    let parsed = try parser.parse(["send", "--to", "bob", "x"], environment: ["NEARBY_RECONNECT_GRACE": "abc"])
+    #expect {
+      _ = try parsed.value(NearbyCommands.Common.reconnectGrace)
+    } throws: { error in
+      guard case .usage(let message, _) = error as? CommandLineError else { return false }
+      return message.hasPrefix("invalid NEARBY_RECONNECT_GRACE (environment) 'abc': ")
+        && message.hasSuffix("(or unset NEARBY_RECONNECT_GRACE, or give --reconnect-grace)")
+    }
+    // The same value typed is about the option.
+    let typed = try parser.parse(["send", "--to", "bob", "--reconnect-grace", "abc", "x"], environment: ["NEARBY_RECONNECT_GRACE": "5"])
+    #expect {
+      _ = try typed.value(NearbyCommands.Common.reconnectGrace)
+    } throws: { error in
+      guard case .usage(let message, _) = error as? CommandLineError else { return false }
+      return message.hasPrefix("invalid --reconnect-grace 'abc': ")
+    }
+  }
+
   @Test(
     "usage errors name the problem",
     arguments: [

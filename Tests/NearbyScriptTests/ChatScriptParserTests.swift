@@ -206,6 +206,27 @@ struct ChatScriptParserTests {
     }
   }
 
+  /// The caret stands under the character as the line is shown: after a tab (shown as four
+  /// spaces) and wide characters (two columns each).
+  @Test func theCaretStandsUnderTheCharacterAsShown() throws {
+    let cases = [
+      ("\tsleep 3", String(repeating: " ", count: 4 + 6) + "^"),
+      ("expect message 你好 within 3", String(repeating: " ", count: 15 + 4 + 8) + "^"),
+    ]
+    for (text, caretLine) in cases {
+      let errors = try #require(throws: ChatScriptErrors.self) { try ChatScript.parse(text) }
+      let shown = errors.errors[0].formatted(file: "a").split(separator: "\n", omittingEmptySubsequences: false)
+      // The caret under the 3 of "sleep 3", shown after the 4-space indent of the report.
+      #expect(shown[2] == "    " + caretLine, "\(shown)")
+    }
+  }
+
+  /// `repeat` followed by a tab is the repeat command.
+  @Test func repeatMayBeFollowedByATab() throws {
+    let script = try ChatScript.parse("repeat\t2 say hi {n}")
+    #expect(script.steps.count == 2)
+  }
+
   @Test func everyBadLineIsReportedAtOnceWithACaret() throws {
     let text = """
       expect found bob within 5s
