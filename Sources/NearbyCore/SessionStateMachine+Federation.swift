@@ -29,7 +29,11 @@ extension SessionStateMachine {
       return false
     }
     let id = peer.id
-    if peers[id] == nil { peers[id] = PeerRecord(peer: peer) }
+    if peers[id] == nil {
+      // No more peers than a relay may know (the federation's presence is capped there too).
+      guard peers.count < configuration.rosterLimits.peers else { return false }
+      peers[id] = PeerRecord(peer: peer)
+    }
     guard peers[id]?.isRelay != true else { return false }
     if peers[id]?.publicKey == nil { peers[id]?.publicKey = publicKey }
     if peers[id]?.session == nil, let known = peers[id]?.peer { peers[id]?.peer = known.renamed(peer.name) }

@@ -23,6 +23,16 @@ extension Federation {
     switch change {
     case .put(let key, let value, let created, let revision):
       guard let id = PresenceRecord.peerID(key: key) else { return }
+      guard presence[id] != nil || presence.count < Self.maximumPresence else {
+        presenceRefused += 1
+        if presenceRefused == 1 {
+          report(
+            .warning(
+              "presence names more than \(Self.maximumPresence) peers: the others are ignored (is a site writing entries for peers that do not exist? see the bucket nearby-presence)"
+            ))
+        }
+        return
+      }
       guard let record = PresenceRecord(value), record.peer.id == id else {
         report(.warning("ignored the presence entry \(key): it is not a valid presence record"))
         return
@@ -70,7 +80,9 @@ extension Federation {
       { machine, actions in machine.federationPeerUpdated(record.peer, publicKey: record.publicKey, site: site, into: &actions) },
       then: { [weak self] accepted in
         guard let self, !accepted, record.peer.id != self.relay else { return }
-        self.report(.warning("refused the presence of \(record.peer.id.hex): its key does not own its id, or it is a relay"))
+        self.report(
+          .warning(
+            "refused the presence of \(record.peer.id.hex): its key does not own its id, it is a relay, or this relay knows as many peers as it may"))
       })
   }
 

@@ -46,8 +46,15 @@ public final class Federation: FederationLink, @unchecked Sendable {
   var ledger: FederationLedger<String>
   /// Peers connected here.
   var local: [PeerID: LocalPeer] = [:]
-  /// Every peer presence names, with when its entry was last written (our clock).
+  /// Every peer presence names, with when its entry was last written (our clock): at most
+  /// ``maximumPresence``.
   var presence: [PeerID: PresenceState] = [:]
+  /// The most presence entries a relay takes: as many peers as a relay may know
+  /// (`RosterLimits`). A site that wrote more grew every relay's memory, and the relays'
+  /// rosters went past what their peers take, which then closed their relay connections.
+  static let maximumPresence = RosterLimits().peers
+  /// Presence entries refused for the limit (warned about once).
+  var presenceRefused = 0
   /// Peers whose consumer is being (re)created, and those to do again after that.
   var binding: Set<PeerID> = []
   var rebind: Set<PeerID> = []

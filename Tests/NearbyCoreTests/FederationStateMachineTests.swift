@@ -190,6 +190,30 @@ struct FederationStateMachineTests {
     #expect(!fed.net.take(a).contains { $0.kind == "reachable" })
   }
 
+  /// A site that writes presence for more peers than a relay may know: the relay takes them
+  /// up to its limit and refuses the rest (its rosters then stay within what its peers take);
+  /// a peer it took is still updated.
+  @Test func presenceBeyondThePeersARelayMayKnowIsRefused() {
+    var net = SimulatedNetwork()
+    let relay = Peer(id: PeerID(hex: "000000000000000000000000000000f1")!, name: try! DisplayName("r1"))
+    net.add(relay, policy: .all) {
+      $0.capabilities = [.relay, .federation]
+      $0.federation = FederationSettings(site: "hq")
+      $0.rosterLimits.peers = 8
+    }
+    let site = PeerSite(name: "site9", isOnline: true)
+    let peers = (1...20).map { Peer(id: PeerID(high: 0x5150, low: UInt64($0)), name: try! DisplayName("p\($0)")) }
+    let taken = peers.map { peer in
+      net.act(relay.id) { m, x, _ in m.federationPeerUpdated(peer, publicKey: SimulatedNetwork.key(of: peer.id), site: site, into: &x) }
+    }
+    #expect(taken.filter { $0 }.count == 8, "\(taken)")
+    #expect(taken.prefix(8).allSatisfy { $0 } && !taken.last!)
+    let again = net.act(relay.id) { m, x, _ in
+      m.federationPeerUpdated(peers[0], publicKey: SimulatedNetwork.key(of: peers[0].id), site: PeerSite(name: "site9", isOnline: false), into: &x)
+    }
+    #expect(again, "a peer already known is updated at the limit")
+  }
+
   @Test func aForgedMessageFromTheStoreIsRejectedAndNotDelivered() {
     var fed = federation()
     _ = fed.net.take(c)
