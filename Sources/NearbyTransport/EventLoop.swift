@@ -51,6 +51,8 @@ package final class EventLoop: @unchecked Sendable {
   private let timerFD: Int32
   private let shared = Mutex(Shared())
   private let signalled = Atomic<Bool>(false)
+  /// Threads in ``submit(_:)`` from off the loop, between queueing and waking it.
+  private let waking = Atomic<Int>(0)
   private var thread = pthread_t()
   private let threadID = Atomic<UInt64>(0)
   private let finished = Mutex<CheckedContinuation<Void, Never>?>(nil)
@@ -189,17 +191,30 @@ package final class EventLoop: @unchecked Sendable {
     let onLoop = inLoop
     let own: Bool
     if case .closure = work { own = onLoop } else { own = false }
-    return shared.withLock { state -> Bool in
-      if state.stopping && !own { return false }
-      state.work.append(work)
-      // Woken under the lock, which ``shutdown()`` takes to close the descriptor: a thread
-      // preempted between queueing and waking could otherwise write its 8 bytes to the
-      // number after the loop ended and the kernel gave it to another socket or file.
-      if !onLoop, !signalled.exchange(true, ordering: .acquiringAndReleasing) {
-        _ = nearby_eventfd_signal(wakeFD)
+    guard !onLoop else {
+      return shared.withLock { state -> Bool in
+        if state.stopping && !own { return false }
+        state.work.append(work)
+        return true
       }
+    }
+    // Counted from before queueing until after waking: ``shutdown()`` closes the wake-up
+    // descriptor only once none is between the two (a thread preempted there wrote its 8
+    // bytes to the number after the loop ended and the kernel gave it to another socket or
+    // file). Waking under the lock instead made each wake-up a system call inside it, and
+    // the loop thread waited for the lock: round trips from a pool task took half again.
+    waking.add(1, ordering: .acquiring)
+    defer { waking.subtract(1, ordering: .releasing) }
+    let accepted = shared.withLock { state -> Bool in
+      if state.stopping { return false }
+      state.work.append(work)
       return true
     }
+    guard accepted else { return false }
+    if !signalled.exchange(true, ordering: .acquiringAndReleasing) {
+      _ = nearby_eventfd_signal(wakeFD)
+    }
+    return true
   }
 
   /// Runs `work` on the loop thread after everything of the current iteration (handlers,
@@ -230,10 +245,13 @@ package final class EventLoop: @unchecked Sendable {
   /// owner that goes away without ``shutdown()``: the thread then ends and releases the loop,
   /// whose descriptors close with it).
   package func requestStop() {
-    shared.withLock { state in
-      if !state.stopping { _ = nearby_eventfd_signal(wakeFD) }
-      state.stopping = true
+    waking.add(1, ordering: .acquiring)
+    defer { waking.subtract(1, ordering: .releasing) }
+    let first = shared.withLock { state -> Bool in
+      defer { state.stopping = true }
+      return !state.stopping
     }
+    if first { _ = nearby_eventfd_signal(wakeFD) }
   }
 
   /// Whether ``shutdown()`` (or ``requestStop()``) was called.
@@ -255,12 +273,12 @@ package final class EventLoop: @unchecked Sendable {
     // (shutdown() may be called from several places).
     guard !closedDescriptors.exchange(true, ordering: .acquiringAndReleasing) else { return }
     pthread_join(thread, nil)
-    // Under the lock that ``submit(_:)`` wakes the loop under.
-    shared.withLock { _ in
-      close(epoll)
-      close(wakeFD)
-      close(timerFD)
-    }
+    // Nothing is queued any more (the loop is stopping); a thread that queued before may
+    // still be about to wake it, for a moment.
+    while waking.load(ordering: .acquiring) != 0 { sched_yield() }
+    close(epoll)
+    close(wakeFD)
+    close(timerFD)
   }
 
   // MARK: Loop thread API
