@@ -44,13 +44,7 @@ public final class NearbyAdvertiser: Sendable {
   /// - Throws: ``SystemError`` when its I/O thread cannot start.
   public func run() async throws {
     let hub = self.hub
-    let loop: EventLoop
-    do {
-      loop = try EventLoop(name: "nearby-advertise")
-    } catch {
-      hub.finish()  // ``events`` ends as documented (its readers waited for ever)
-      throw error
-    }
+    let loop = try hub.startLoop(named: "nearby-advertise")
     let advertisement = PeerAdvertisement(peer: peer, isRelay: isRelay, info: peer.info)
     let advertiser: Advertiser
     do {

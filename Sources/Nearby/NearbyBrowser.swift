@@ -48,13 +48,7 @@ public final class NearbyBrowser: Sendable {
   /// - Throws: ``SystemError`` when its I/O thread cannot start.
   public func run() async throws {
     let hub = self.hub
-    let loop: EventLoop
-    do {
-      loop = try EventLoop(name: "nearby-browse")
-    } catch {
-      hub.finish()  // ``events`` ends as documented (its readers waited for ever)
-      throw error
-    }
+    let loop = try hub.startLoop(named: "nearby-browse")
     let browser = Browser(serviceType: serviceType, localPeer: localPeer, loop: loop) { event in
       switch event {
       case .found(let peer): hub.publish(.browser(.found(peer)))
@@ -69,6 +63,19 @@ public final class NearbyBrowser: Sendable {
     browser.finish()
     await loop.shutdown()
     hub.finish()
+  }
+}
+
+extension EventHub {
+  /// The I/O thread of a browser or an advertiser, whose events this hub carries. - Throws:
+  /// when it cannot start, after ending the events (their readers waited for ever).
+  func startLoop(named name: String) throws(SystemError) -> EventLoop {
+    do {
+      return try EventLoop(name: name)
+    } catch {
+      finish()
+      throw error
+    }
   }
 }
 
