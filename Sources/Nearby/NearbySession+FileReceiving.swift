@@ -7,6 +7,12 @@ extension NearbySession {
   /// An OFFER of a transfer we do not have going.
   func offerArrived(_ id: TransferID, _ offered: [OfferedFile], from peer: PeerID) {
     guard let sender = machine.peer(peer) else { return }
+    if let closed = files.closed[id], closed.peer != peer {
+      // Ids are random: another peer's means a peer playing with ids (taking an id over
+      // grew the memory of closed transfers in turns).
+      sendFileFrame(.cancel(.invalid, "transfer \(id.shortHex) belongs to another peer"), id, to: peer)
+      return
+    }
     if let closed = files.closed[id], closed.peer == peer {
       if closed.reason == 0 {
         // It completed here; the sender missed the last VERIFIED.

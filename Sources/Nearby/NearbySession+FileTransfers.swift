@@ -33,7 +33,8 @@ extension NearbySession {
   private func transfersLoaded(_ store: TransferStore?, _ records: [TransferStore.Record], problems: [String]) {
     files.store = store
     for problem in problems { emit(.error(.rejected("file transfers: \(problem)"))) }
-    for record in records where !files.stopped {
+    // Oldest first: the closed ones are remembered within bounds, the newest kept.
+    for record in records.sorted(by: { $0.updated < $1.updated }) where !files.stopped {
       switch (record.direction, record.status) {
       case (.receive, .active):
         files.restored[record.id] = record

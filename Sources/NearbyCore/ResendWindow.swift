@@ -25,12 +25,18 @@ package struct ResendWindow: Sendable {
   package init() {}
 
   package var count: Int { live }
+  /// Entries held, those that went included (for tests of their bound).
+  package var storedEntries: Int { entries.count }
   package var isEmpty: Bool { live == 0 }
 
   /// The cost of keeping `message` in a window.
   package static func cost(of message: Frame.Message) -> Int { message.body.count + 16 * message.recipients.count + 64 }
 
   /// A message was sent (or, while the session has no connection, is to be sent).
+  ///
+  /// Usually the newest: it goes last. An older one (a relay's window gets an earlier
+  /// message again when its recipient is found behind it) goes in its place, so that the
+  /// window stays sorted by id for ``remove(_:)``.
   package mutating func append(_ message: Frame.Message) {
     if keepsMessages {
       entries.append(Entry(id: message.id, message: message))
@@ -39,6 +45,11 @@ package struct ResendWindow: Sendable {
       entries.append(Entry(id: message.id, message: nil))
     }
     live += 1
+    var position = entries.count - 1
+    while position > 0, !SerialNumber.isAtOrBefore(entries[position - 1].id, message.id) {
+      entries.swapAt(position - 1, position)
+      position -= 1
+    }
   }
 
   /// The peer acknowledged (or failed) a message. - Returns: whether it was waiting.
@@ -64,11 +75,20 @@ package struct ResendWindow: Sendable {
       let middle = (low + high) / 2
       let distance = entries[middle].id &- firstID
       if distance == target {
-        guard !entries[middle].isGone else { return false }
-        release(entries[middle])
-        entries[middle].message = nil
-        entries[middle].isGone = true
+        // The id may be there more than once (gone, and added again), side by side.
+        var found = middle
+        while found > 0, entries[found].isGone, entries[found - 1].id == id { found -= 1 }
+        if entries[found].isGone {
+          found = middle
+          while found < entries.count - 1, entries[found].isGone, entries[found + 1].id == id { found += 1 }
+        }
+        guard !entries[found].isGone else { return false }
+        release(entries[found])
+        entries[found].message = nil
+        entries[found].isGone = true
         live -= 1
+        if found == 0 { dropGoneFront() }
+        dropGoneEntriesIfMany()
         return true
       }
       if distance < target { low = middle + 1 } else { high = middle - 1 }
@@ -113,6 +133,14 @@ package struct ResendWindow: Sendable {
   /// The front is never an entry that went (the search starts from the first id).
   private mutating func dropGoneFront() {
     while entries.first({ $0.isGone }) == true { _ = entries.popFirst() }
+  }
+
+  /// Entries that went stay until the front reaches them: behind a first message never
+  /// acknowledged they would pile up (one per message sent, never counted in
+  /// ``byteCount``), so once they outnumber the others they go, in one pass.
+  private mutating func dropGoneEntriesIfMany() {
+    guard entries.count - live > 2 * live + 64 else { return }
+    for entry in entries.removeAll() where !entry.isGone { entries.append(entry) }
   }
 
   private mutating func release(_ entry: Entry) {

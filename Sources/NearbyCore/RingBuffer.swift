@@ -49,6 +49,12 @@ package struct RingBuffer<Element>: Sendable where Element: Sendable {
     }
   }
 
+  /// Exchanges the elements at two positions (0: the oldest).
+  @inlinable package mutating func swapAt(_ i: Int, _ j: Int) {
+    precondition(i >= 0 && i < count && j >= 0 && j < count, "RingBuffer indexes \(i), \(j) out of 0..<\(count)")
+    storage.swapAt((head + i) % storage.count, (head + j) % storage.count)
+  }
+
   /// Removes and returns the oldest element, moved out of the storage.
   @inlinable @discardableResult
   package mutating func popFirst() -> Element? {

@@ -38,8 +38,10 @@ extension SessionStateMachine {
         if fromRelay { noteQueued(report, into: &actions) }
         return
       }
-      // A direct message fails by its recipient's word on its session (`notForMe`); one sent
-      // through relays, by a relay's.
+      // A direct message fails by its recipient's own word, on its session; one sent through
+      // relays, by a relay's. (A `notForMe` names the first listed recipient, not the peer
+      // that sends it: it is not taken, and the message waits for the connection to end. A
+      // conforming sender never causes one.)
       let direct = peers[report.recipient]?.session
       let removedDirect = direct == id && connections[id]?.unacked.remove(report.messageID) == true
       let removedRelayed = fromRelay && relayedAnswered(report.messageID, by: report.recipient)

@@ -18,23 +18,33 @@ extension SessionStateMachine {
 
   // MARK: Presence
 
+  /// What became of a peer's presence the federation announced.
+  package enum PresenceAnswer: Hashable, Sendable {
+    case taken
+    /// For good: the key does not own the id (counted as a forgery), the peer is a relay or
+    /// us, or this relay is not federated.
+    case refused
+    /// This relay knows as many peers as it may (``RosterLimits/peers``): perhaps later.
+    case full
+  }
+
   /// The federation says where a peer is (its presence at a site, or that it is offline).
-  /// - Returns: `false` when the announcement was refused: the key does not own the id (it is
-  ///   counted as a forgery), the peer is us, or this relay is not federated.
   @discardableResult
-  package mutating func federationPeerUpdated(_ peer: Peer, publicKey: [UInt8], site: PeerSite, into actions: inout [SessionAction]) -> Bool {
-    guard isFederated, peer.id != localPeer.id else { return false }
+  package mutating func federationPeerUpdated(
+    _ peer: Peer, publicKey: [UInt8], site: PeerSite, into actions: inout [SessionAction]
+  ) -> PresenceAnswer {
+    guard isFederated, peer.id != localPeer.id else { return .refused }
     guard configuration.endToEnd.owns(publicKey, peer.id) else {
       relayStatistics.forgeriesDropped += 1
-      return false
+      return .refused
     }
     let id = peer.id
     if peers[id] == nil {
       // No more peers than a relay may know (the federation's presence is capped there too).
-      guard peers.count < configuration.rosterLimits.peers else { return false }
+      guard peers.count < configuration.rosterLimits.peers else { return .full }
       peers[id] = PeerRecord(peer: peer)
     }
-    guard peers[id]?.isRelay != true else { return false }
+    guard peers[id]?.isRelay != true else { return .refused }
     if peers[id]?.publicKey == nil { peers[id]?.publicKey = publicKey }
     if peers[id]?.session == nil, let known = peers[id]?.peer { peers[id]?.peer = known.renamed(peer.name) }
     let hops = site.isOnline ? FederationState.onlineHops : FederationState.offlineHops
@@ -42,7 +52,7 @@ extension SessionStateMachine {
     federation.remote[id] = site
     peers[id]?.routes[.federation] = hops
     if !unchanged { routesChanged([id], from: .federation, wasDirect: nil, into: &actions) }
-    return true
+    return .taken
   }
 
   /// The federation forgot a peer (offline for longer than messages are kept).

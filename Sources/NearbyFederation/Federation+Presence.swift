@@ -78,11 +78,20 @@ extension Federation {
     report(.remotePeer(record.peer, site))
     session.federationInput(
       { machine, actions in machine.federationPeerUpdated(record.peer, publicKey: record.publicKey, site: site, into: &actions) },
-      then: { [weak self] accepted in
-        guard let self, !accepted, record.peer.id != self.relay else { return }
-        self.report(
-          .warning(
-            "refused the presence of \(record.peer.id.hex): its key does not own its id, it is a relay, or this relay knows as many peers as it may"))
+      then: { [weak self] answer in
+        guard let self, answer != .taken, record.peer.id != self.relay else { return }
+        // (On the session's thread: the federation's state is its queue's.)
+        self.queue.async {
+          // Refused for want of room: not announced after all, so the next refresh (each
+          // second) tries again. Refused for good: not again until the entry changes.
+          if answer == .full, self.presence[id]?.announced == site { self.presence[id]?.announced = nil }
+          guard self.presenceWarned.insert(id).inserted else { return }  // once per peer
+          self.report(
+            .warning(
+              answer == .full
+                ? "left out the presence of \(record.peer.id.hex): this relay knows as many peers as it may (\(RosterLimits().peers))"
+                : "refused the presence of \(record.peer.id.hex): its key does not own its id, or it is a relay"))
+        }
       })
   }
 

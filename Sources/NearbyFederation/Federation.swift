@@ -55,6 +55,9 @@ public final class Federation: FederationLink, @unchecked Sendable {
   static let maximumPresence = RosterLimits().peers
   /// Presence entries refused for the limit (warned about once).
   var presenceRefused = 0
+  /// Peers whose presence the session refused, warned about (once each; at most
+  /// ``maximumPresence``, as presence is).
+  var presenceWarned: Set<PeerID> = []
   /// Peers whose consumer is being (re)created, and those to do again after that.
   var binding: Set<PeerID> = []
   var rebind: Set<PeerID> = []

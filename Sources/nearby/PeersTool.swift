@@ -3,6 +3,10 @@ import NearbyChat
 import NearbyCommandLine
 import NearbySystem
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// `nearby peers`: the known peers of an identity (read without its lock, so it works while
 /// a chat runs), and `nearby peers forget ID`.
 struct PeersTool: Tool {
@@ -59,7 +63,13 @@ struct PeersTool: Tool {
             ]).encoded)
         }
       } else if peers.isEmpty {
-        output.line("no known peers in \(directory)")
+        var info = stat()
+        if stat(directory, &info) != 0 {
+          output.line(
+            "no known peers: \(directory) does not exist (no chat or relay has used it; --state-dir or NEARBY_STATE_DIR names the one they use)")
+        } else {
+          output.line("no known peers in \(directory)")
+        }
       } else {
         for peer in peers {
           let mark = peer.isVerified ? "verified  " : "unverified"

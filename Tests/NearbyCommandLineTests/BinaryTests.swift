@@ -37,6 +37,15 @@ struct BinaryTests {
     #expect(stdout == expected, "help for \(name) changed: run NEARBY_UPDATE_GOLDEN=1 swift test --filter BinaryTests and review the diff")
   }
 
+  /// `nearby peers` of a state directory nobody used says so, rather than only that it
+  /// knows nobody.
+  @Test func peersOfADirectoryThatDoesNotExistSaysSo() async throws {
+    let missing = Repository.temporaryDirectory("nearby-peers") + "/never-used"
+    let (status, stdout, _) = try await Self.nearby(["peers", "--state-dir", missing])
+    #expect(status == 0)
+    #expect(stdout.contains("\(missing) does not exist"), "\(stdout)")
+  }
+
   @Test func versionGoesToStdoutWithExitZero() async throws {
     let (status, stdout, stderr) = try await Self.nearby(["--version"])
     #expect(status == 0)

@@ -33,6 +33,20 @@ struct ClosedTransfersTests {
     #expect(closed.orderLength <= 2 * closed.count + 64 + 1, "the order grew with every insertion: \(closed.orderLength)")
   }
 
+  /// Two peers taking turns with one id (each takes it over from the other): nothing piles
+  /// up in either peer's queue.
+  @Test func twoPeersTakingTurnsWithOneIdKeepTheirQueuesSmall() {
+    var closed = ClosedTransfers()
+    let bob = Self.peer(1)
+    let carol = Self.peer(2)
+    closed.insert(Self.transfer(1), peer: bob, reason: 1)
+    closed.insert(Self.transfer(2), peer: carol, reason: 1)
+    for round in 0..<100_000 { closed.insert(Self.transfer(99), peer: round % 2 == 0 ? bob : carol, reason: 1) }
+    #expect(closed.count == 3)
+    #expect(closed.queueLength(of: bob) <= 2 * closed.count(of: bob) + 17, "\(closed.queueLength(of: bob))")
+    #expect(closed.queueLength(of: carol) <= 2 * closed.count(of: carol) + 17, "\(closed.queueLength(of: carol))")
+  }
+
   /// Many peers within their own limit: the oldest of all go first.
   @Test func beyondTheLimitTheOldestOfAllGo() {
     var closed = ClosedTransfers(limit: 100, perPeer: 50)

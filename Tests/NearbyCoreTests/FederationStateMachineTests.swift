@@ -185,7 +185,7 @@ struct FederationStateMachineTests {
       m.federationPeerUpdated(mallory, publicKey: SimulatedNetwork.key(of: Fixture.bobID), site: PeerSite(name: "site9", isOnline: true), into: &x)
     }
     fed.run()
-    #expect(!refused)
+    #expect(refused == .refused)
     #expect(fed.net.nodes[Self.r1.id]!.relayStatistics.forgeriesDropped == 1)
     #expect(!fed.net.take(a).contains { $0.kind == "reachable" })
   }
@@ -206,12 +206,12 @@ struct FederationStateMachineTests {
     let taken = peers.map { peer in
       net.act(relay.id) { m, x, _ in m.federationPeerUpdated(peer, publicKey: SimulatedNetwork.key(of: peer.id), site: site, into: &x) }
     }
-    #expect(taken.filter { $0 }.count == 8, "\(taken)")
-    #expect(taken.prefix(8).allSatisfy { $0 } && !taken.last!)
+    #expect(taken.filter { $0 == .taken }.count == 8, "\(taken)")
+    #expect(taken.prefix(8).allSatisfy { $0 == .taken } && taken.suffix(12).allSatisfy { $0 == .full })
     let again = net.act(relay.id) { m, x, _ in
       m.federationPeerUpdated(peers[0], publicKey: SimulatedNetwork.key(of: peers[0].id), site: PeerSite(name: "site9", isOnline: false), into: &x)
     }
-    #expect(again, "a peer already known is updated at the limit")
+    #expect(again == .taken, "a peer already known is updated at the limit")
   }
 
   @Test func aForgedMessageFromTheStoreIsRejectedAndNotDelivered() {

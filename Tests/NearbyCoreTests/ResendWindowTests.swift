@@ -9,22 +9,32 @@ struct ResendWindowTests {
     Frame.Message(id: id, sender: PeerID(high: 1, low: 1), timestamp: 0, recipients: [], body: [UInt8](repeating: 1, count: size))
   }
 
-  /// Random appends, removals of any waiting or unknown id, removals through an id and
-  /// emptying, from a start just below the wrap: the window answers as a plain list does.
+  /// Random appends (some of older ids), removals of any waiting or unknown id, removals
+  /// through an id and emptying, from a start just below the wrap: the window answers as a
+  /// sorted list does.
   @Test(arguments: 0..<40)
   func behavesAsAPlainList(seed: Int) {
     var random = SeededGenerator(seed: UInt64(seed) &+ 77)
     var window = ResendWindow()
     window.keepsMessages = seed % 4 != 0
     var list: [Frame.Message] = []
-    var next = UInt64.max - 40 + random.next() % 20
+    let start = UInt64.max - 40 + random.next() % 20
+    var next = start
     for step in 0..<600 {
       switch random.next() % 10 {
       case 0..<4:
-        let message = Self.message(next, size: Int(random.next() % 100))
-        next &+= 1
+        // Mostly the next id; now and then an older one again (a relay's window, when a
+        // recipient is found behind it), which goes in its place.
+        var id = next
+        if random.next() % 5 == 0, next &- start > 2 {
+          let older = start &+ random.next() % (next &- start)
+          if !list.contains(where: { $0.id == older }) { id = older }
+        }
+        if id == next { next &+= 1 }
+        let message = Self.message(id, size: Int(random.next() % 100))
         window.append(message)
         list.append(message)
+        list.sort { $0.id &- start < $1.id &- start }
       case 4..<8:
         let id = list.isEmpty || random.next() % 4 == 0 ? next &- random.next() % 80 : list[Int(random.next() % UInt64(list.count))].id
         let expected = list.contains { $0.id == id }
@@ -72,5 +82,23 @@ struct ResendWindowTests {
     #expect(window.isEmpty && window.byteCount == 0)
     let removedAgain = window.remove(5)
     #expect(!removedAgain)
+  }
+
+  /// The first message never acknowledged and every later one acknowledged: what went does
+  /// not pile up behind it (one entry per message sent, for as long as the session lived).
+  @Test func acknowledgementsBehindAnOldOneDoNotPileUp() {
+    var window = ResendWindow()
+    window.append(Self.message(0, size: 8))
+    for id in UInt64(1)..<100_000 {
+      window.append(Self.message(id, size: 8))
+      guard window.remove(id) else {
+        Issue.record("\(id) was not found")
+        return
+      }
+    }
+    #expect(window.count == 1)
+    #expect(window.storedEntries <= 3 * window.count + 64, "\(window.storedEntries) entries kept for 1 waiting")
+    let removedFirst = window.remove(0)
+    #expect(removedFirst && window.isEmpty)
   }
 }

@@ -103,12 +103,21 @@ package struct ClosedTransfers: Sendable {
     return order.first
   }
 
-  /// Removes what went already from the front of a peer's queue (and the queue once empty).
+  /// Removes what went from the front of a peer's queue (and the queue once empty); and
+  /// from anywhere in it once what went outnumbers what is remembered (an id taken over by
+  /// another peer goes from the middle: two peers taking turns grew both queues by one
+  /// each time).
   private mutating func dropStale(ofPeer peer: PeerID) {
     guard var queue = peers.removeValue(forKey: peer) else { return }
     while let first = queue.first, !isCurrent(first) { queue.removeFirst() }
+    if queue.items.count - queue.head > 2 * count(of: peer) + 16 {
+      queue = Queue(items: queue.items[queue.head...].filter { isCurrent($0) }, head: 0)
+    }
     if !queue.isEmpty { peers[peer] = queue }
   }
+
+  /// How many insertions a peer's queue holds, remembered or not (for tests of its bound).
+  package func queueLength(of peer: PeerID) -> Int { peers[peer].map { $0.items.count - $0.head } ?? 0 }
 
   private mutating func forget(_ id: TransferID) {
     guard let entry = entries.removeValue(forKey: id) else { return }
