@@ -34,16 +34,15 @@ extension SessionStateMachine {
     _ peer: Peer, publicKey: [UInt8], site: PeerSite, into actions: inout [SessionAction]
   ) -> PresenceAnswer {
     guard isFederated, peer.id != localPeer.id else { return .refused }
+    let id = peer.id
+    // No more peers than a relay may know (the federation's presence is capped there too).
+    // Checked first: a peer left out is tried again each second, and this costs no key check.
+    guard peers[id] != nil || peers.count < configuration.rosterLimits.peers else { return .full }
     guard configuration.endToEnd.owns(publicKey, peer.id) else {
       relayStatistics.forgeriesDropped += 1
       return .refused
     }
-    let id = peer.id
-    if peers[id] == nil {
-      // No more peers than a relay may know (the federation's presence is capped there too).
-      guard peers.count < configuration.rosterLimits.peers else { return .full }
-      peers[id] = PeerRecord(peer: peer)
-    }
+    if peers[id] == nil { peers[id] = PeerRecord(peer: peer) }
     guard peers[id]?.isRelay != true else { return .refused }
     if peers[id]?.publicKey == nil { peers[id]?.publicKey = publicKey }
     if peers[id]?.session == nil, let known = peers[id]?.peer { peers[id]?.peer = known.renamed(peer.name) }
