@@ -24,30 +24,10 @@ package struct ClosedTransfers: Sendable {
     var serial: UInt64
   }
 
-  /// A queue of insertions, oldest first from `head`.
-  private struct Queue: Sendable {
-    var items: [Noted] = []
-    var head = 0
-    var isEmpty: Bool { head == items.count }
-    var first: Noted? { isEmpty ? nil : items[head] }
-
-    mutating func append(_ item: Noted) { items.append(item) }
-
-    mutating func removeFirst() {
-      head += 1
-      if head == items.count {
-        items.removeAll(keepingCapacity: items.capacity <= 1024)
-        head = 0
-      } else if head >= 64, head * 2 >= items.count {
-        items.removeFirst(head)
-        head = 0
-      }
-    }
-  }
-
   private var entries: [TransferID: Entry] = [:]
-  private var order = Queue()
-  private var peers: [PeerID: Queue] = [:]
+  /// Insertions, oldest first: all of them, and each peer's.
+  private var order = RingBuffer<Noted>()
+  private var peers: [PeerID: RingBuffer<Noted>] = [:]
   private var counts: [PeerID: Int] = [:]
   private var serial: UInt64 = 0
 
@@ -77,19 +57,17 @@ package struct ClosedTransfers: Sendable {
     entries[id] = Entry(peer: peer, reason: reason, serial: serial)
     counts[peer, default: 0] += 1
     order.append(noted)
-    peers[peer, default: Queue()].append(noted)
+    peers[peer, default: RingBuffer()].append(noted)
     // The peer's own first, then everyone's; what went already is skipped as it comes up.
     while count(of: peer) > perPeer, let oldest = firstCurrent(ofPeer: peer) { forget(oldest.id) }
     while entries.count > limit, let oldest = firstCurrentOverall() { forget(oldest.id) }
     // A peer's own limit leaves what it forgot anywhere in the overall order: kept from
     // growing with every insertion, in time proportional to the insertions since.
-    if order.items.count - order.head > 2 * entries.count + 64 {
-      order = Queue(items: order.items[order.head...].filter { isCurrent($0) }, head: 0)
-    }
+    if order.count > 2 * entries.count + 64 { keepCurrent(&order) }
   }
 
   /// How many insertions the overall order holds, remembered or not (for tests of its bound).
-  package var orderLength: Int { order.items.count - order.head }
+  package var orderLength: Int { order.count }
 
   private func isCurrent(_ noted: Noted) -> Bool { entries[noted.id]?.serial == noted.serial }
 
@@ -99,7 +77,7 @@ package struct ClosedTransfers: Sendable {
   }
 
   private mutating func firstCurrentOverall() -> Noted? {
-    while let first = order.first, !isCurrent(first) { order.removeFirst() }
+    while let first = order.first, !isCurrent(first) { order.popFirst() }
     return order.first
   }
 
@@ -109,15 +87,18 @@ package struct ClosedTransfers: Sendable {
   /// each time).
   private mutating func dropStale(ofPeer peer: PeerID) {
     guard var queue = peers.removeValue(forKey: peer) else { return }
-    while let first = queue.first, !isCurrent(first) { queue.removeFirst() }
-    if queue.items.count - queue.head > 2 * count(of: peer) + 16 {
-      queue = Queue(items: queue.items[queue.head...].filter { isCurrent($0) }, head: 0)
-    }
+    while let first = queue.first, !isCurrent(first) { queue.popFirst() }
+    if queue.count > 2 * count(of: peer) + 16 { keepCurrent(&queue) }
     if !queue.isEmpty { peers[peer] = queue }
   }
 
   /// How many insertions a peer's queue holds, remembered or not (for tests of its bound).
-  package func queueLength(of peer: PeerID) -> Int { peers[peer].map { $0.items.count - $0.head } ?? 0 }
+  package func queueLength(of peer: PeerID) -> Int { peers[peer]?.count ?? 0 }
+
+  /// Drops from `queue` every insertion no longer remembered, keeping the order.
+  private func keepCurrent(_ queue: inout RingBuffer<Noted>) {
+    for noted in queue.removeAll() where isCurrent(noted) { queue.append(noted) }
+  }
 
   private mutating func forget(_ id: TransferID) {
     guard let entry = entries.removeValue(forKey: id) else { return }
