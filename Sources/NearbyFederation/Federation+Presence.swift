@@ -47,6 +47,7 @@ extension Federation {
       announce(id)
     case .deleted(let key):
       guard let id = PresenceRecord.peerID(key: key), presence.removeValue(forKey: id) != nil else { return }
+      presenceWarned.remove(id)
       session.federationInput { machine, actions in machine.federationPeerRemoved(id, into: &actions) }
     case .initialValuesDone:
       guard !isReady else { return }
@@ -158,6 +159,7 @@ extension Federation {
       guard let state = presence[id] else { continue }
       if now - state.refreshed > configuration.queueMaximumAge {
         presence[id] = nil
+        presenceWarned.remove(id)
         session.federationInput { machine, actions in machine.federationPeerRemoved(id, into: &actions) }
       } else {
         announce(id)

@@ -55,8 +55,8 @@ public final class Federation: FederationLink, @unchecked Sendable {
   static let maximumPresence = RosterLimits().peers
   /// Presence entries refused for the limit (warned about once).
   var presenceRefused = 0
-  /// Peers whose presence the session refused, warned about (once each; at most
-  /// ``maximumPresence``, as presence is).
+  /// Peers whose presence the session refused, warned about (once each; only peers that
+  /// presence still names, so at most ``maximumPresence``).
   var presenceWarned: Set<PeerID> = []
   /// Peers whose consumer is being (re)created, and those to do again after that.
   var binding: Set<PeerID> = []

@@ -189,7 +189,8 @@ public enum ChatScriptFile {
       case .success(let text): lines.append(text)
       case .failure(let tooLong):
         failure = ChatScriptFileError(
-          path: path, reason: "line \(lines.count + 1) has \(tooLong.byteCount) bytes, more than a line may have (\(tooLong.limit))")
+          path: path,
+          reason: "line \(lines.count + 1) has \(tooLong.byteCount) bytes, more than a line may have (\(tooLong.limit)): split it into shorter lines")
       }
     }
     if let failure { throw failure }

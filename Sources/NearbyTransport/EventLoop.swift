@@ -188,12 +188,12 @@ package final class EventLoop: @unchecked Sendable {
   /// other threads' closures are dropped: the loop must come to an end.
   @discardableResult
   func submit(_ work: Work) -> Bool {
-    let onLoop = inLoop
-    let own: Bool
-    if case .closure = work { own = onLoop } else { own = false }
-    guard !onLoop else {
+    if inLoop {
+      // The loop thread wakes nobody (it is awake); its closures are taken while it stops.
+      var isClosure = false
+      if case .closure = work { isClosure = true }
       return shared.withLock { state -> Bool in
-        if state.stopping && !own { return false }
+        if state.stopping && !isClosure { return false }
         state.work.append(work)
         return true
       }
@@ -201,8 +201,7 @@ package final class EventLoop: @unchecked Sendable {
     // Counted from before queueing until after waking: ``shutdown()`` closes the wake-up
     // descriptor only once none is between the two (a thread preempted there wrote its 8
     // bytes to the number after the loop ended and the kernel gave it to another socket or
-    // file). Waking under the lock instead made each wake-up a system call inside it, and
-    // the loop thread waited for the lock: round trips from a pool task took half again.
+    // file). Waking under the lock would do the same with a system call inside the lock.
     waking.add(1, ordering: .acquiring)
     defer { waking.subtract(1, ordering: .releasing) }
     let accepted = shared.withLock { state -> Bool in
