@@ -35,7 +35,7 @@ extension NearbySession {
     if let existing = files.outgoing.values.first(where: { $0.peer.id == peer && !$0.state.isFinished && $0.record.arguments == arguments }) {
       return existing.handle
     }
-    let id = TransferID.random()
+    let id = transferTuning.transferID ?? TransferID.random()
     let queue = FileTransfers.queue(id)
     let built: Result<OfferBuilder.Offer, TransferError> = await withCheckedContinuation { continuation in
       queue.async { continuation.resume(returning: OfferBuilder.build(arguments)) }

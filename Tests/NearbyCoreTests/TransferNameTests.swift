@@ -13,6 +13,50 @@ struct TransferNameTests {
     #expect(TransferName.components(of: name) == expected)
   }
 
+  /// Names a hostile sender built to climb out of the download folder: a component that
+  /// shortening turned into `..` (two dots and one character of 601 bytes, a letter with 300
+  /// combining marks), and a `/` joined to a combining mark (one character, not `/`, that
+  /// the file system read as a separator).
+  @Test(arguments: [
+    (
+      "a/" + Self.dotsAndLongCharacter + "/" + Self.dotsAndLongCharacter + "/.config/autostart/x.desktop",
+      ["a", "_", "_", ".config", "autostart", "x.desktop"]
+    ),
+    (Self.dotsAndLongCharacter, ["_"]), ("." + Self.longCharacter, ["_"]), (Self.longCharacter, ["_"]), (Self.longCharacter + ".txt", [".txt"]),
+    ("../\u{301}x", ["\u{301}x"]), ("a/\u{301}/b", ["a", "\u{301}", "b"]), ("\u{600}/x", ["\u{600}", "x"]), ("..\\\u{301}x", ["\u{301}x"]),
+    ("CON" + Self.longCharacter + ".txt", ["_CON.txt"]),
+  ])
+  func namesThatClimbedOutStayIn(_ name: String, _ expected: [String]) {
+    let components = TransferName.components(of: name)
+    #expect(components == expected)
+    #expect(TransferName.isSafe(path: components))
+  }
+
+  static let longCharacter = "a" + String(repeating: "\u{301}", count: 300)
+  static let dotsAndLongCharacter = ".." + longCharacter
+
+  /// Random names of dots, separators, combining marks, prepended marks, NUL and long
+  /// characters: every component made of them is safe.
+  @Test(arguments: 0..<20)
+  func everyComponentOfARandomNameIsSafe(seed: Int) {
+    var random = SeededGenerator(seed: UInt64(seed))
+    let pieces = [".", ".", "..", "/", "\\", "a", "\u{301}", "\u{600}", "\u{0}", "é", "👋", " ", "\u{202E}", Self.longCharacter, "CON"]
+    for _ in 0..<500 {
+      let name = (0..<Int(random.next() % 12 + 1)).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
+      let components = TransferName.components(of: name)
+      #expect(TransferName.isSafe(path: components) || components.count > TransferName.maximumDepth, "\(Array(name.unicodeScalars))")
+      #expect(!components.contains(".."))
+    }
+  }
+
+  @Test(arguments: [
+    ([], false), ([""], false), (["."], false), ([".."], false), (["a", ".."], false), (["a/b"], false), (["a\u{0}"], false),
+    ([String(repeating: "a", count: 202)], false), (Array(repeating: "a", count: 33), false), (["a", "b"], true), ([".bashrc"], true),
+  ])
+  func unsafePathsAreSeen(_ path: [String], _ safe: Bool) {
+    #expect(TransferName.isSafe(path: path) == safe)
+  }
+
   @Test func longNamesAreShortenedAtACharacterBoundaryKeepingTheExtension() {
     let long = String(repeating: "é", count: 150) + ".tar.gz"
     let shortened = TransferName.components(of: long)[0]

@@ -53,6 +53,18 @@ final class FileSink: @unchecked Sendable {
     close(root)
   }
 
+  /// The error for the first entry whose path is not safe below the download folder (see
+  /// `TransferName.isSafe(path:)`), if any. Paths come sanitized from the offer, or from a
+  /// record on our disk: this checks again before anything touches the disk (a component
+  /// `..` made by an older version, or an empty path read back from a record, which trapped).
+  private static func unsafeEntry(_ entries: [Int: Entry]) -> FileError? {
+    guard let index = entries.keys.sorted().first(where: { !TransferName.isSafe(path: entries[$0]!.path) }) else { return nil }
+    let shown = entries[index]!.path.map { String($0.unicodeScalars.map { $0.value < 0x20 ? "_" : Character($0) }) }.joined(separator: "/")
+    return FileError(
+      "file \(index) of the transfer would be saved under '\(shown.prefix(120))', which is not a safe path below the download folder; nothing was written"
+    )
+  }
+
   /// Opens (creating it, mode 0755, and its parents) the download folder.
   static func openFolder(_ path: String) -> Result<Int32, FileError> {
     var current = path.hasPrefix("/") ? "" : "."
@@ -71,6 +83,7 @@ final class FileSink: @unchecked Sendable {
   /// the folders and creates every wanted file's `.part`.
   /// - Returns: the sink and the entries as placed (the first component may have changed).
   static func create(in path: String, entries wanted: [Int: Entry], checkFreeSpace: Bool = true) -> Result<FileSink, FileError> {
+    if let unsafe = unsafeEntry(wanted) { return .failure(unsafe) }
     // The space first, where the folder is or will be: a refusal leaves nothing behind.
     let needed = wanted.values.reduce(UInt64(0)) { $0 + $1.size }
     if checkFreeSpace, let free = FileCalls.freeBytes(at: path), free < needed + (1 << 20) {
@@ -117,6 +130,7 @@ final class FileSink: @unchecked Sendable {
   /// one starts over.
   /// - Returns: the sink and, per wanted file, the bytes it has (`nil`: saved already).
   static func resume(in path: String, entries: [Int: Entry], saved: [Int: [String]]) -> Result<(FileSink, [Int: UInt64?]), FileError> {
+    if let unsafe = unsafeEntry(entries) { return .failure(unsafe) }
     let root: Int32
     switch openFolder(path) {
     case .success(let fd): root = fd

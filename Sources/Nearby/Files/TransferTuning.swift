@@ -38,6 +38,8 @@ package struct TransferTuning: Sendable {
   package var misstateSizes: Int64 = 0
   /// Offer the files under these names (by index) instead of their own: hostile names.
   package var offeredNames: [String] = []
+  /// Offer under this id instead of a random one: a peer playing with another's ids.
+  package var transferID: TransferID? = nil
 
   package init() {}
 }

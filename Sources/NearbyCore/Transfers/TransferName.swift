@@ -17,23 +17,47 @@ package enum TransferName {
   package static let maximumDepth = 32
 
   /// The safe components of one offered name (never empty).
+  ///
+  /// The name is split at the scalars `/` and `\\`, not at characters: a `/` followed by a
+  /// combining mark is one character that is not `/`, and it reached the file system as a
+  /// separator (`../\u{301}x` climbed out of the download folder).
   package static func components(of name: String) -> [String] {
     var result: [String] = []
-    for part in name.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "/" || $0 == "\\" }) {
+    for part in name.unicodeScalars.split(omittingEmptySubsequences: true, whereSeparator: { $0 == "/" || $0 == "\\" }) {
+      let part = String(String.UnicodeScalarView(part))
       if part == "." || part == ".." { continue }
-      result.append(component(part))
+      result.append(component(Substring(part)))
     }
     return result.isEmpty ? ["_"] : result
   }
 
-  /// One path component made safe.
+  /// One path component made safe (``isSafe(_:)`` holds for it).
+  ///
+  /// The checks for `.`, `..` and empty come after shortening: a name of two dots and one
+  /// long character (a letter with hundreds of combining marks) was shortened to `..`, and
+  /// each such component climbed one folder out of the download folder.
   package static func component(_ text: Substring) -> String {
     var cleaned = String.UnicodeScalarView()
-    for scalar in text.unicodeScalars { cleaned.append(isHidden(scalar) ? "_" : scalar) }
-    var name = String(cleaned)
+    for scalar in text.unicodeScalars { cleaned.append(isHidden(scalar) || scalar == "/" || scalar == "\\" ? "_" : scalar) }
+    var name = shortened(String(cleaned), to: maximumComponentBytes)
     if name == "." || name == ".." || name.isEmpty { name = "_" }
     if isReservedOnWindows(name) { name = "_" + name }
-    return shortened(name, to: maximumComponentBytes)
+    return name
+  }
+
+  /// Whether `component` can be one component of a path below the download folder: not
+  /// empty, `.` or `..`, without `/` or NUL, and at most ``maximumComponentBytes`` (plus one
+  /// for the `_` of a name Windows reserves). What ``component(_:)`` makes always is; the
+  /// receiver checks every path again before it touches the disk.
+  package static func isSafe(_ component: String) -> Bool {
+    guard !component.isEmpty, component != ".", component != "..", component.utf8.count <= maximumComponentBytes + 1 else { return false }
+    return !component.utf8.contains { $0 == UInt8(ascii: "/") || $0 == 0 }
+  }
+
+  /// Whether every component of `path` is ``isSafe(_:)``, and there is at least one and at
+  /// most ``maximumDepth``.
+  package static func isSafe(path: [String]) -> Bool {
+    !path.isEmpty && path.count <= maximumDepth && path.allSatisfy { isSafe($0) }
   }
 
   /// Control characters (C0, DEL, C1) and characters that change how text around them is

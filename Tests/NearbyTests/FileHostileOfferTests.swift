@@ -1,0 +1,108 @@
+import Foundation
+import NearbyCore
+import NearbyTestSupport
+import Testing
+
+@testable import Nearby
+
+/// Offers built to harm the receiver, between sessions on 127.0.0.1 (real sockets, real
+/// files): names made to climb out of the download folder, and ids taken from another peer.
+@Suite("File transfers from a hostile sender")
+struct FileHostileOfferTests {
+  /// Names that climbed out of the download folder before (PROTOCOL.md 13.5): a component
+  /// that shortening made `..` (two dots and a letter with 300 combining marks), and a `/`
+  /// joined to a combining mark. Everything lands inside the download folder, and nothing
+  /// appears beside it.
+  @Test(.timeLimit(.minutes(1))) func namesMadeToClimbOutLandInside() async throws {
+    let source = FileFixtures.folder()
+    let climb = ".." + "a" + String(repeating: "\u{301}", count: 300)
+    let hostile = [
+      "a/\(climb)/\(climb)/.config/autostart/x.desktop", "../\u{301}x", "b/\u{301}/../../c", "a" + String(repeating: "\u{301}", count: 300),
+    ]
+    for index in hostile.indices { FileFixtures.write(source + "/f\(index)", text: "file \(index)") }
+    let base = FileFixtures.folder()
+    let downloads = base + "/in"
+    let (alice, bob) = try await FileTransferTests.pair { $0.transferTuning.offeredNames = hostile }
+    let transfer = try await alice.session.sendFiles(at: hostile.indices.map { source + "/f\($0)" }, to: bob.peer.id)
+    let offer = try await bob.expectOffer()
+    #expect(offer.files.map(\.name) == hostile)
+    try await offer.accept(into: downloads)
+    let (end, saved) = try await bob.expectEnd(of: transfer.id)
+    #expect(end == .completed)
+    // Compared as bytes: as characters, `/` and the combining mark after it are one.
+    let inside = Array((downloads + "/").utf8)
+    for file in saved { #expect(file.path.utf8.starts(with: inside), "\(file.path)") }
+    let names = saved.map { String(decoding: Array($0.path.utf8).dropFirst(inside.count), as: UTF8.self) }
+    #expect(
+      names.map { Array($0.unicodeScalars) }
+        == ["a/_/_/.config/autostart/x.desktop", "\u{301}x", "b/\u{301}/c", "_"].map { Array($0.unicodeScalars) })
+    #expect(try FileManager.default.contentsOfDirectory(atPath: base) == ["in"], "nothing beside the download folder")
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  /// Transfer ids are random: a peer that offers under an id another peer's transfer had
+  /// here is playing with ids, and is refused (taking ids over in turns grew the memory of
+  /// closed transfers).
+  @Test(.timeLimit(.minutes(1))) func anOfferUnderAnIdAnotherPeerUsedIsRefused() async throws {
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/a.txt", text: "first")
+    let id = TransferID.random()
+    let carol = try await RunningSession.start("carol") { $0.transferTuning.transferID = id }
+    let (alice, bob) = try await FileTransferTests.pair { $0.transferTuning.transferID = id }
+    try await connect(carol, bob)
+    let first = try await carol.session.sendFiles(at: [source + "/a.txt"], to: bob.peer.id)
+    #expect(first.id == id)
+    try await bob.expectOffer().refuse()
+    guard case .failed(.refused, _)? = await first.result() else {
+      Issue.record("carol's offer was not refused")
+      return
+    }
+    let second = try await alice.session.sendFiles(at: [source + "/a.txt"], to: bob.peer.id)
+    #expect(second.id == id)
+    guard case .failed(_, let message)? = await second.result() else {
+      Issue.record("alice's offer under carol's id did not fail")
+      return
+    }
+    #expect(message.contains("belongs to another peer"), "\(message)")
+    #expect(await bob.session.transfers.isEmpty)
+    // Carol may still use her own id with bob: her offer is answered as before.
+    let again = try await carol.session.sendFiles(at: [source + "/a.txt"], to: bob.peer.id)
+    #expect(again.id == id)
+    guard case .failed(let reason, let text)? = await again.result() else {
+      Issue.record("carol's second offer under her id got no answer")
+      return
+    }
+    #expect(!text.contains("belongs to another peer"), "\(reason) \(text)")
+    try await alice.stop()
+    try await bob.stop()
+    try await carol.stop()
+  }
+
+}
+
+/// The last check before the disk: paths that are not safe below the download folder (read
+/// back from a record of an older version, say) are refused, and nothing is written.
+@Suite("Paths checked before the disk")
+struct FileSinkPathTests {
+  @Test(arguments: [[], [""], [".."], ["a", ".."], ["a/b"], ["a\u{0}b"]] as [[String]])
+  func anUnsafePathIsRefusedAndNothingIsWritten(_ path: [String]) throws {
+    let base = FileFixtures.folder()
+    let downloads = base + "/in"
+    let entries = [
+      0: FileSink.Entry(path: ["fine.txt"], size: 1, isExecutable: false, isDirectory: false),
+      1: FileSink.Entry(path: path, size: 1, isExecutable: false, isDirectory: false),
+    ]
+    guard case .failure(let error) = FileSink.create(in: downloads, entries: entries, checkFreeSpace: false) else {
+      Issue.record("created")
+      return
+    }
+    #expect(error.description.contains("not a safe path below the download folder"), "\(error)")
+    #expect(FileFixtures.listing(base).isEmpty, "\(FileFixtures.listing(base))")
+    guard case .failure = FileSink.resume(in: downloads, entries: entries, saved: [:]) else {
+      Issue.record("resumed")
+      return
+    }
+    #expect(FileFixtures.listing(base).isEmpty, "\(FileFixtures.listing(base))")
+  }
+}
