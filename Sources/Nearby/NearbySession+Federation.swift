@@ -19,12 +19,12 @@ extension NearbySession {
   /// performs the actions, then gives `body`'s result to `then` (still on that thread; it
   /// must not block). Callable from any thread, NATS's included: nothing waits for the loop.
   package nonisolated func federationInput<R: Sendable>(
-    _ body: @escaping @Sendable (inout SessionStateMachine, inout [SessionAction]) -> R, then: (@Sendable (R) -> Void)? = nil
+    _ body: @escaping @Sendable (inout SessionStateMachine, inout [SessionAction], Duration) -> R, then: (@Sendable (R) -> Void)? = nil
   ) {
     loop.execute { [self] in
       whileOnLoop { session in
         var actions: [SessionAction] = []
-        let result = body(&session.machine, &actions)
+        let result = body(&session.machine, &actions, session.now)
         session.perform(actions)
         then?(result)
       }

@@ -255,7 +255,7 @@ extension SessionStateMachine {
     let code = connections[id]?.authenticated?.verificationCode ?? ""
     let security = PeerSecurity(verificationCode: code, isVerified: configuration.verifiedPeers.contains(peerID))
     actions.append(.emit(.connected(record.peer, security)))
-    relaySessionEstablished(id, peerID: peerID, into: &actions)
+    relaySessionEstablished(id, peerID: peerID, now: now, into: &actions)
     // 6.3: the losing crossing connection(s) are closed.
     for (other, connection) in connections where other != id && connection.peerID == peerID && connection.held {
       connections[other]?.held = false
@@ -294,7 +294,7 @@ extension SessionStateMachine {
       }
       sessionEnded(peerID)
       if let peer { actions.append(.emit(.disconnected(peer, reason))) }
-      relaySessionEnded(id, peerID: peerID, into: &actions)
+      relaySessionEnded(id, peerID: peerID, now: now, into: &actions)
       autoConnectAfterSession(peerID, reason: reason, now: now)
       if !isShuttingDown { acceptHeldInvitation(from: peerID, now: now, into: &actions) }
     } else if peers[peerID]?.outbound == id {

@@ -5,7 +5,7 @@
 /// Rosters list them (with their site, to peers that understand sites), messages to them
 /// become ``FederationOutput/publish(_:recipient:online:)`` for the shell, and receipts for
 /// their origins ``FederationOutput/report(_:origin:)``. The shell feeds back presence
-/// (``federationPeerUpdated(_:publicKey:site:into:)``) and what the federation delivers for
+/// (``federationPeerUpdated(_:publicKey:site:now:into:)``) and what the federation delivers for
 /// the peers connected here (``federationReceived(_:for:into:)``). Nothing here does I/O.
 ///
 /// Every peer (relay or not) keeps the sites that rosters give, treats a peer whose site says
@@ -31,7 +31,7 @@ extension SessionStateMachine {
   /// The federation says where a peer is (its presence at a site, or that it is offline).
   @discardableResult
   package mutating func federationPeerUpdated(
-    _ peer: Peer, publicKey: [UInt8], site: PeerSite, into actions: inout [SessionAction]
+    _ peer: Peer, publicKey: [UInt8], site: PeerSite, now: Duration, into actions: inout [SessionAction]
   ) -> PresenceAnswer {
     guard isFederated, peer.id != localPeer.id else { return .refused }
     let id = peer.id
@@ -50,15 +50,15 @@ extension SessionStateMachine {
     let unchanged = federation.remote[id] == site && peers[id]?.routes[.federation] == hops
     federation.remote[id] = site
     peers[id]?.routes[.federation] = hops
-    if !unchanged { routesChanged([id], from: .federation, wasDirect: nil, into: &actions) }
+    if !unchanged { routesChanged([id], from: .federation, wasDirect: nil, now: now, into: &actions) }
     return .taken
   }
 
   /// The federation forgot a peer (offline for longer than messages are kept).
-  package mutating func federationPeerRemoved(_ id: PeerID, into actions: inout [SessionAction]) {
+  package mutating func federationPeerRemoved(_ id: PeerID, now: Duration, into actions: inout [SessionAction]) {
     guard federation.remote.removeValue(forKey: id) != nil else { return }
     peers[id]?.routes[.federation] = nil
-    routesChanged([id], from: .federation, wasDirect: nil, into: &actions)
+    routesChanged([id], from: .federation, wasDirect: nil, now: now, into: &actions)
   }
 
   /// Peers behind the federation, with where they are (a federated relay's view).

@@ -161,7 +161,7 @@ extension SessionStateMachine {
     session.suspension = Suspension(
       deadline: now + configuration.reconnectGrace, cause: reason, window: window, nextAttempt: session.isConnector ? now : nil)
     reconnection.sessions[peerID] = session
-    relaySessionEnded(id, peerID: peerID, resuming: true, into: &actions)
+    relaySessionEnded(id, peerID: peerID, resuming: true, now: now, into: &actions)
     if session.isConnector {
       startReconnectAttempt(peerID, now: now, into: &actions)
     } else if let peer = peers[peerID]?.peer {
@@ -313,7 +313,7 @@ extension SessionStateMachine {
       wasSuspended = false
       updateConnection(old) { $0.unacked = ResendWindow() }
       peers[peerID]?.session = nil
-      relaySessionEnded(old, peerID: peerID, resuming: true, into: &actions)
+      relaySessionEnded(old, peerID: peerID, resuming: true, now: now, into: &actions)
       session.former.append(old)
       if session.former.count > Self.maximumFormerConnections { session.former.removeFirst() }
       reconnection.sessions[peerID] = session
@@ -366,7 +366,7 @@ extension SessionStateMachine {
       updateConnection(id) { $0.machine?.noteSent(now: now) }
     }
     resendRelayed(peerID, on: id, into: &actions)
-    relaySessionEstablished(id, peerID: peerID, into: &actions)
+    relaySessionEstablished(id, peerID: peerID, now: now, into: &actions)
   }
 
   // MARK: Messages across connections

@@ -47,16 +47,20 @@ extension SessionStateMachine {
 
   // MARK: Sessions coming and going
 
-  mutating func relaySessionEstablished(_ id: ConnectionID, peerID: PeerID, into actions: inout [SessionAction]) {
+  mutating func relaySessionEstablished(_ id: ConnectionID, peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
     let remoteIsRelay = connections[id]?.machine?.remoteIsRelay ?? false
     connections[id]?.toRelay = remoteIsRelay
     peers[peerID]?.isRelay = remoteIsRelay
     guard isRelay else { return }
-    sendRoster(.full, rosterEntries(excluding: id), to: id, into: &actions)
+    let entries = rosterEntries(excluding: id)
+    // The full roster says everything: what waited for this connection goes with it.
+    connections[id]?.rosterWaiting = [:]
+    _ = takeRosterTokens(Self.rosterFrames(entries.count), on: id, now: now, evenIfShort: true)
+    sendRoster(.full, entries, to: id, into: &actions)
     guard !remoteIsRelay, let peer = peers[peerID]?.peer, let key = peers[peerID]?.publicKey else { return }
     let entry = Frame.Roster.Entry(peer: peer, hops: 1, publicKey: key, site: rosterSite(peerID))
     for (other, _) in sessionConnections where other != id {
-      actions.append(.send(other, .roster(roster(.add, [entry], to: other))))
+      sendRosterChanges([entry], [], to: other, now: now, into: &actions)
     }
     federationSessionEstablished(peer, publicKey: key, into: &actions)
   }
@@ -65,7 +69,7 @@ extension SessionStateMachine {
   /// With `resuming` (the session waits to resume, or moved to a new connection), what we
   /// sent through it keeps waiting for its recipients' answers and goes again once the session
   /// is back; otherwise it fails now.
-  mutating func relaySessionEnded(_ id: ConnectionID, peerID: PeerID, resuming: Bool = false, into actions: inout [SessionAction]) {
+  mutating func relaySessionEnded(_ id: ConnectionID, peerID: PeerID, resuming: Bool = false, now: Duration, into actions: inout [SessionAction]) {
     // Peers that were behind it while it was away, if its session ends before its roster came.
     var stranded: Set<PeerID> = []
     if !resuming {
@@ -82,7 +86,7 @@ extension SessionStateMachine {
     }
     changed.append(peerID)
     federationSessionEnded(peerID, into: &actions)
-    routesChanged(changed, from: id, wasDirect: peerID, into: &actions)
+    routesChanged(changed, from: id, wasDirect: peerID, now: now, into: &actions)
     strandedPeersLost(stranded, into: &actions)
   }
 
@@ -140,13 +144,13 @@ extension SessionStateMachine {
           // peer takes what its relay knows), and peers we know at all.
           guard routes < (isRelay ? limits.perRelay : limits.peers) else {
             connections[id]?.rosterRoutes = routes
-            routesChanged(changed, from: id, wasDirect: nil, into: &actions)
+            routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
             rosterLimitExceeded(id, "its rosters name more than \(isRelay ? limits.perRelay : limits.peers) peers", now: now, into: &actions)
             return
           }
           guard known != nil || peers.count < (isRelay ? limits.peers : 2 * limits.peers) else {
             connections[id]?.rosterRoutes = routes
-            routesChanged(changed, from: id, wasDirect: nil, into: &actions)
+            routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
             rosterLimitExceeded(
               id, "with its roster this session would know more than \(isRelay ? limits.peers : 2 * limits.peers) peers", now: now, into: &actions)
             return
@@ -166,7 +170,7 @@ extension SessionStateMachine {
       changed.append(other)
     }
     connections[id]?.rosterRoutes = routes
-    routesChanged(changed, from: id, wasDirect: nil, into: &actions)
+    routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
   }
 
   /// A roster entry's route, key and (unless we have a session with the peer) name.
@@ -200,10 +204,88 @@ extension SessionStateMachine {
     } while start < entries.count
   }
 
+  /// How a relay paces the ROSTER frames it sends each peer: at most ``burst`` at once and
+  /// ``framesPerSecond`` after that, a quarter of what a peer accepts (``RosterLimits``: 256,
+  /// then 64 a second). Changes beyond that wait, and go together ``interval`` later, each
+  /// peer's latest state once. Without it, one peer connecting and leaving 35 times a second
+  /// (or a relay flipping its roster) made us send every other peer more frames than it
+  /// accepts, and each closed its connection to us within seconds.
+  package static let rosterPace = (burst: 64, framesPerSecond: 16.0, interval: Duration.milliseconds(250))
+
+  /// Frames a roster of `entries` entries takes (0 for none).
+  static func rosterFrames(_ entries: Int) -> Int {
+    (entries + ProtocolLimits.maximumRosterEntries - 1) / ProtocolLimits.maximumRosterEntries
+  }
+
+  /// Takes `frames` of the connection's pace (``rosterPace``). - Returns: whether it had
+  /// them (with `evenIfShort`, they are taken anyway, down to none).
+  mutating func takeRosterTokens(_ frames: Int, on connection: ConnectionID, now: Duration, evenIfShort: Bool = false) -> Bool {
+    guard let record = connections[connection] else { return false }
+    let refilled = record.rosterSendRefilled ?? now
+    let tokens = min(Double(Self.rosterPace.burst), record.rosterSendTokens + Self.seconds(now - refilled) * Self.rosterPace.framesPerSecond)
+    connections[connection]!.rosterSendRefilled = now
+    let enough = tokens >= Double(frames)
+    connections[connection]!.rosterSendTokens = enough || evenIfShort ? max(0, tokens - Double(frames)) : tokens
+    return enough
+  }
+
+  /// Roster changes for one peer of ours (we are its relay): sent now while the pace allows
+  /// and nothing waits before them; otherwise they wait (see ``rosterPace``).
+  mutating func sendRosterChanges(
+    _ additions: [Frame.Roster.Entry], _ removals: [Frame.Roster.Entry], to connection: ConnectionID, now: Duration,
+    into actions: inout [SessionAction]
+  ) {
+    guard !additions.isEmpty || !removals.isEmpty, connections[connection] != nil else { return }
+    let frames = Self.rosterFrames(additions.count) + Self.rosterFrames(removals.count)
+    if connections[connection]!.rosterWaiting.isEmpty, takeRosterTokens(frames, on: connection, now: now) {
+      if !additions.isEmpty { sendRoster(.add, additions, to: connection, into: &actions) }
+      if !removals.isEmpty { sendRoster(.remove, removals, to: connection, into: &actions) }
+      return
+    }
+    for entry in additions { connections[connection]!.rosterWaiting[entry.peer.id] = entry }
+    for entry in removals { connections[connection]!.rosterWaiting[entry.peer.id] = entry }
+    if rosterFlushDue == nil { rosterFlushDue = now + Self.rosterPace.interval }
+  }
+
+  /// Sends the roster changes that waited (``sendRosterChanges(_:_:to:now:into:)``), each
+  /// peer as it is now, to every peer the pace allows; the others wait another interval.
+  mutating func sendWaitingRosters(now: Duration, into actions: inout [SessionAction]) {
+    guard let due = rosterFlushDue, due <= now else { return }
+    rosterFlushDue = nil
+    for connection in connections.keys.sorted() where connections[connection]?.rosterWaiting.isEmpty == false {
+      let waiting = connections[connection]!.rosterWaiting
+      guard let receiver = connections[connection]!.peerID, peers[receiver]?.session == connection else {
+        connections[connection]!.rosterWaiting = [:]
+        continue
+      }
+      var additions: [Frame.Roster.Entry] = []
+      var removals: [Frame.Roster.Entry] = []
+      for other in waiting.keys.sorted() where other != receiver {
+        let record = peers[other]
+        if let record, !record.isRelay, let key = record.publicKey, record.session != connection,
+          let hops = record.session != nil ? 0 : bestHops(record, excluding: connection)
+        {
+          additions.append(Frame.Roster.Entry(peer: record.peer, hops: hops + 1, publicKey: key, site: rosterSite(other)))
+        } else {
+          let entry = waiting[other]!
+          removals.append(Frame.Roster.Entry(peer: entry.peer, hops: 1, publicKey: entry.publicKey))
+        }
+      }
+      guard takeRosterTokens(Self.rosterFrames(additions.count) + Self.rosterFrames(removals.count), on: connection, now: now) else {
+        rosterFlushDue = now + Self.rosterPace.interval
+        continue
+      }
+      connections[connection]!.rosterWaiting = [:]
+      if !additions.isEmpty { sendRoster(.add, additions, to: connection, into: &actions) }
+      if !removals.isEmpty { sendRoster(.remove, removals, to: connection, into: &actions) }
+    }
+  }
+
   /// Reports reachability changes (peers) or passes roster changes on (relays).
   /// In O(changes × sessions): each other session gets one ROSTER of additions and one of
   /// removals for the whole batch, not one frame per changed peer.
-  mutating func routesChanged(_ changed: [PeerID], from source: ConnectionID, wasDirect: PeerID?, into actions: inout [SessionAction]) {
+  mutating func routesChanged(_ changed: [PeerID], from source: ConnectionID, wasDirect: PeerID?, now: Duration, into actions: inout [SessionAction])
+  {
     guard !changed.isEmpty else { return }
     var seenIDs = Set<PeerID>()
     let sessions = isRelay ? sessionConnections.map(\.0).filter { $0 != source } : []
@@ -211,8 +293,7 @@ extension SessionStateMachine {
     var removals: [ConnectionID: [Frame.Roster.Entry]] = [:]
     defer {
       for connection in sessions {
-        if let entries = additions[connection] { sendRoster(.add, entries, to: connection, into: &actions) }
-        if let entries = removals[connection] { sendRoster(.remove, entries, to: connection, into: &actions) }
+        sendRosterChanges(additions[connection] ?? [], removals[connection] ?? [], to: connection, now: now, into: &actions)
       }
     }
     for other in changed where seenIDs.insert(other).inserted {

@@ -75,6 +75,12 @@ package struct SessionStateMachine: Sendable {
     /// A relay's connection: ROSTER frames it may still send now (``RosterLimits``).
     var rosterTokens = Double(RosterLimits().burst)
     var rosterRefilled: Duration?
+    /// Our ROSTER frames to this peer (when we are a relay): frames we may send now (see
+    /// ``SessionStateMachine/rosterPace``), when they were counted, and the entries of peers
+    /// whose changes wait to go together (the latest of each).
+    var rosterSendTokens = Double(SessionStateMachine.rosterPace.burst)
+    var rosterSendRefilled: Duration?
+    var rosterWaiting: [PeerID: Frame.Roster.Entry] = [:]
     /// When the peer's last VERIFY was shown (at most one each ``verificationRequestInterval``).
     var verificationShown: Duration?
   }
@@ -119,6 +125,8 @@ package struct SessionStateMachine: Sendable {
   /// What we sent through relays whose sessions can resume, per relay, until its recipients
   /// answered (SessionStateMachine+RelayResend.swift).
   var relayInFlight: [PeerID: RelayInFlight] = [:]
+  /// When roster changes that had to wait go to the peers they wait for (a relay).
+  var rosterFlushDue: Duration?
   /// Recipients behind relays that became unreachable while messages of ours waited for
   /// their answers: noticed (the deadline is set at the next tick), and given up on when.
   var relayedAwayNoticed: Set<PeerID> = []
@@ -435,7 +443,7 @@ package struct SessionStateMachine: Sendable {
   /// The earliest deadline of any connection or automatic invitation.
   package var nextDeadline: Duration? {
     let connection = connections.values.compactMap { $0.machine?.nextDeadline }.min()
-    let automatic = [autoConnect.values.map(\.nextAttempt).min(), reconnectionDeadline].compactMap { $0 }.min()
+    let automatic = [autoConnect.values.map(\.nextAttempt).min(), reconnectionDeadline, rosterFlushDue].compactMap { $0 }.min()
     switch (connection, automatic) {
     case (let a?, let b?): return min(a, b)
     case (let a?, nil): return a
@@ -454,6 +462,7 @@ package struct SessionStateMachine: Sendable {
     runAutoConnect(now: now, into: &actions)
     runReconnection(now: now, into: &actions)
     runRelayedAway(now: now, into: &actions)
+    sendWaitingRosters(now: now, into: &actions)
   }
 
   // MARK: Performing transitions

@@ -73,7 +73,7 @@ extension Federation {
       if expired {
         acknowledge(token)
         statistics.expired += 1
-        session.federationInput { machine, actions in
+        session.federationInput { machine, actions, _ in
           machine.federationExpired(origin: stored.sender, messageID: stored.id, recipient: id, into: &actions)
         }
         return
@@ -83,7 +83,7 @@ extension Federation {
         return
       }
       session.federationInput(
-        { machine, actions in machine.federationReceived(frame, for: id, into: &actions) },
+        { machine, actions, _ in machine.federationReceived(frame, for: id, into: &actions) },
         then: { [weak self] result in
           guard let self else { return }
           self.queue.async { self.handedOver(result, stored, to: id, token: token) }
@@ -108,7 +108,7 @@ extension Federation {
       return
     }
     session.federationInput(
-      { machine, actions in machine.federationReceived(frame, for: id, into: &actions) },
+      { machine, actions, _ in machine.federationReceived(frame, for: id, into: &actions) },
       then: { [weak self] result in
         guard let self else { return }
         self.queue.async {

@@ -48,7 +48,7 @@ extension Federation {
     case .deleted(let key):
       guard let id = PresenceRecord.peerID(key: key), presence.removeValue(forKey: id) != nil else { return }
       presenceWarned.remove(id)
-      session.federationInput { machine, actions in machine.federationPeerRemoved(id, into: &actions) }
+      session.federationInput { machine, actions, now in machine.federationPeerRemoved(id, now: now, into: &actions) }
     case .initialValuesDone:
       guard !isReady else { return }
       isReady = true
@@ -78,7 +78,7 @@ extension Federation {
     let record = state.record
     report(.remotePeer(record.peer, site))
     session.federationInput(
-      { machine, actions in machine.federationPeerUpdated(record.peer, publicKey: record.publicKey, site: site, into: &actions) },
+      { machine, actions, now in machine.federationPeerUpdated(record.peer, publicKey: record.publicKey, site: site, now: now, into: &actions) },
       then: { [weak self] answer in
         guard let self, answer != .taken, record.peer.id != self.relay else { return }
         // (On the session's thread: the federation's state is its queue's.)
@@ -160,7 +160,7 @@ extension Federation {
       if now - state.refreshed > configuration.queueMaximumAge {
         presence[id] = nil
         presenceWarned.remove(id)
-        session.federationInput { machine, actions in machine.federationPeerRemoved(id, into: &actions) }
+        session.federationInput { machine, actions, now in machine.federationPeerRemoved(id, now: now, into: &actions) }
       } else {
         announce(id)
       }

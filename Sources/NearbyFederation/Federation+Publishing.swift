@@ -85,7 +85,7 @@ extension Federation {
     statistics.publishFailures += 1
     ledger.answered(origin: key.origin, ids: [key.id], recipient: key.recipient)
     report(.warning("could not store message \(key.id) from \(key.origin.shortHex) for \(key.recipient.shortHex): \(why)"))
-    session.federationInput { machine, actions in
+    session.federationInput { machine, actions, _ in
       machine.federationStoreFailed(origin: key.origin, messageID: key.id, recipient: key.recipient, into: &actions)
     }
   }
@@ -95,7 +95,7 @@ extension Federation {
     let due = ledger.expired(at: now)
     guard !due.isEmpty else { return }
     statistics.expired += UInt64(due.count)
-    session.federationInput { machine, actions in
+    session.federationInput { machine, actions, _ in
       for key in due { machine.federationExpired(origin: key.origin, messageID: key.id, recipient: key.recipient, into: &actions) }
     }
   }

@@ -181,8 +181,9 @@ struct FederationStateMachineTests {
     var fed = federation()
     _ = fed.net.take(a)
     let mallory = Peer(id: PeerID(hex: "000000000000000000000000000000ee")!, name: try! DisplayName("mallory"))
-    let refused = fed.net.act(Self.r1.id) { m, x, _ in
-      m.federationPeerUpdated(mallory, publicKey: SimulatedNetwork.key(of: Fixture.bobID), site: PeerSite(name: "site9", isOnline: true), into: &x)
+    let refused = fed.net.act(Self.r1.id) { m, x, t in
+      m.federationPeerUpdated(
+        mallory, publicKey: SimulatedNetwork.key(of: Fixture.bobID), site: PeerSite(name: "site9", isOnline: true), now: t, into: &x)
     }
     fed.run()
     #expect(refused == .refused)
@@ -204,12 +205,13 @@ struct FederationStateMachineTests {
     let site = PeerSite(name: "site9", isOnline: true)
     let peers = (1...20).map { Peer(id: PeerID(high: 0x5150, low: UInt64($0)), name: try! DisplayName("p\($0)")) }
     let taken = peers.map { peer in
-      net.act(relay.id) { m, x, _ in m.federationPeerUpdated(peer, publicKey: SimulatedNetwork.key(of: peer.id), site: site, into: &x) }
+      net.act(relay.id) { m, x, t in m.federationPeerUpdated(peer, publicKey: SimulatedNetwork.key(of: peer.id), site: site, now: t, into: &x) }
     }
     #expect(taken.filter { $0 == .taken }.count == 8, "\(taken)")
     #expect(taken.prefix(8).allSatisfy { $0 == .taken } && taken.suffix(12).allSatisfy { $0 == .full })
-    let again = net.act(relay.id) { m, x, _ in
-      m.federationPeerUpdated(peers[0], publicKey: SimulatedNetwork.key(of: peers[0].id), site: PeerSite(name: "site9", isOnline: false), into: &x)
+    let again = net.act(relay.id) { m, x, t in
+      m.federationPeerUpdated(
+        peers[0], publicKey: SimulatedNetwork.key(of: peers[0].id), site: PeerSite(name: "site9", isOnline: false), now: t, into: &x)
     }
     #expect(again == .taken, "a peer already known is updated at the limit")
   }
@@ -239,8 +241,8 @@ struct FederationStateMachineTests {
     var fed = federation()
     _ = fed.net.take(a)
     _ = fed.net.take(c)
-    fed.net.act(Self.r3.id) { m, x, _ in
-      m.federationPeerUpdated(Fixture.alice, publicKey: SimulatedNetwork.key(of: a), site: PeerSite(name: "site1", isOnline: false), into: &x)
+    fed.net.act(Self.r3.id) { m, x, t in
+      m.federationPeerUpdated(Fixture.alice, publicKey: SimulatedNetwork.key(of: a), site: PeerSite(name: "site1", isOnline: false), now: t, into: &x)
     }
     fed.run()
     #expect(fed.net.nodes[c]!.site(of: a)?.isOnline == false)
@@ -273,8 +275,8 @@ struct FederationStateMachineTests {
     var fed = federation()
     _ = fed.net.take(a)
     // r3's presence lapses (its site lost the federation): the others mark carol offline.
-    fed.net.act(Self.r1.id) { m, x, _ in
-      m.federationPeerUpdated(Fixture.carol, publicKey: SimulatedNetwork.key(of: c), site: PeerSite(name: "site3", isOnline: false), into: &x)
+    fed.net.act(Self.r1.id) { m, x, t in
+      m.federationPeerUpdated(Fixture.carol, publicKey: SimulatedNetwork.key(of: c), site: PeerSite(name: "site3", isOnline: false), now: t, into: &x)
     }
     fed.run()
     #expect(fed.net.take(a) == [.unreachable(Fixture.carol)])

@@ -78,6 +78,41 @@ struct RelayStateMachineTests {
     #expect(net.take(a).isEmpty)
   }
 
+  /// A peer that connects and leaves every 4 ms: each time the relay has news for alice. It
+  /// sent her a ROSTER for each (hundreds a second), more than a peer accepts from a relay (256
+  /// at once, then 64 a second), so alice closed her connection to the relay within a second
+  /// or two, and so would every peer of it. Paced, the news waits and goes together:
+  /// alice stays, gets far fewer frames, and ends knowing where carol is.
+  @Test func aPeerComingAndGoingDoesNotMakeTheRelaysOtherPeersLeave() {
+    var net = network()
+    _ = net.take(a)
+    let start = net.now
+    for _ in 0..<600 {
+      net.act(c) { m, x, now in m.leave(Self.r1.id, now: now, into: &x) }
+      net.advance(by: .milliseconds(2), step: .milliseconds(2))
+      net.act(c) { m, x, now in m.invite(Self.r1.id, context: [], now: now, into: &x) }
+      net.advance(by: .milliseconds(2), step: .milliseconds(2))
+    }
+    net.advance(by: .seconds(1))
+    let events = net.take(a)
+    // (Alice reconnects to a relay by herself: count what ended her connection.)
+    let dropped = events.filter { $0.kind == "disconnected" || $0.kind == "status" }
+    #expect(dropped.isEmpty, "\(dropped)")
+    #expect(net.connectedNames(a) == ["r1"])
+    let news = events.filter { $0.kind == "reachable" || $0.kind == "unreachable" }
+    let seconds = Double((net.now - start).components.seconds) + 1
+    let paced = Double(SessionStateMachine.rosterPace.burst) + SessionStateMachine.rosterPace.framesPerSecond * seconds
+    #expect(Double(news.count) <= paced, "\(news.count) changes in \(seconds) s")
+    #expect(news.last == .reachable(Fixture.carol, via: Self.r1))
+    // And what alice hears now comes at once again.
+    net.act(c) { m, x, now in m.leave(Self.r1.id, now: now, into: &x) }
+    net.advance(by: .seconds(5))
+    _ = net.take(a)
+    net.act(c) { m, x, now in m.invite(Self.r1.id, context: [], now: now, into: &x) }
+    net.run()
+    #expect(net.take(a) == [.reachable(Fixture.carol, via: Self.r1)])
+  }
+
   @Test func twoRelaysCarryMessagesOnceWithoutLoopsOrDuplicates() {
     var net = network(twoRelays: true)
     #expect(net.take(a).contains(.reachable(Fixture.carol, via: Self.r1)))

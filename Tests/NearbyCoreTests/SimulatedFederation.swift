@@ -46,7 +46,7 @@ struct SimulatedFederation {
     ledgers[relay.id] = FederationLedger(limit: limit)
     for (recipient, holder) in bound where holder == relay.id { bound[recipient] = nil }
     for (_, entry) in presence.sorted(by: { $0.key < $1.key }) {
-      net.act(relay.id) { m, x, _ in m.federationPeerUpdated(entry.peer, publicKey: entry.key, site: entry.site, into: &x) }
+      net.act(relay.id) { m, x, t in m.federationPeerUpdated(entry.peer, publicKey: entry.key, site: entry.site, now: t, into: &x) }
     }
   }
 
@@ -113,7 +113,7 @@ struct SimulatedFederation {
   private mutating func announce(_ peer: Peer, key: [UInt8], site: PeerSite) {
     presence[peer.id] = (peer, key, site)
     for relay in sites.keys.sorted() {
-      net.act(relay) { m, x, _ in m.federationPeerUpdated(peer, publicKey: key, site: site, into: &x) }
+      net.act(relay) { m, x, t in m.federationPeerUpdated(peer, publicKey: key, site: site, now: t, into: &x) }
     }
   }
 
