@@ -106,3 +106,45 @@ struct FileSinkPathTests {
     #expect(FileFixtures.listing(base).isEmpty, "\(FileFixtures.listing(base))")
   }
 }
+
+/// A receiver that asks for an ended file again (RESEND) between chunks of the next one.
+@Suite("Reading what a receiver asks for again")
+struct FileSourceRereadTests {
+  static func item(_ path: String) -> FileSource.Item {
+    var info = stat()
+    precondition(stat(path, &info) == 0)
+    return FileSource.Item(
+      path: path, size: UInt64(info.st_size), modified: (info.st_mtim.tv_sec, info.st_mtim.tv_nsec), isDirectory: false, nested: false)
+  }
+
+  /// The next file's hash goes on where it was: the bytes already sent are not read and
+  /// hashed again. (Its hash started over at each switch of file, so that each such RESEND,
+  /// about 40 bytes from the receiver, cost a reading and hashing of everything sent of the
+  /// next file.) Seen here through a file whose first megabyte changes on disk after it was
+  /// sent, its size and time kept: the hash is that of the bytes sent.
+  @Test func anEndedFileAskedForAgainDoesNotMakeTheNextOneHashedAgain() throws {
+    let folder = FileFixtures.folder()
+    FileFixtures.write(folder + "/first", text: "the first file")
+    FileFixtures.write(folder + "/second", size: 3 << 20, seed: 9)
+    let sent = FileFixtures.blake2b(folder + "/second")
+    let source = FileSource(items: [Self.item(folder + "/first"), Self.item(folder + "/second")])
+    _ = try source.read(index: 0, offset: 0, count: 1 << 20).get()
+    _ = try source.read(index: 1, offset: 0, count: 1 << 20).get()
+    _ = try source.read(index: 1, offset: 1 << 20, count: 1 << 20).get()
+    // The first megabyte changes on disk (same size, same time).
+    var info = stat()
+    #expect(stat(folder + "/second", &info) == 0)
+    let fd = open(folder + "/second", O_WRONLY | O_CLOEXEC)
+    #expect(fd >= 0)
+    let zeros = [UInt8](repeating: 0, count: 1 << 20)
+    #expect(zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } == 1 << 20)
+    var times = [info.st_atim, info.st_mtim]
+    #expect(futimens(fd, &times) == 0)
+    close(fd)
+    // A RESEND of the ended first file, then the rest of the second.
+    #expect(try source.read(index: 0, offset: 0, count: 1 << 20).get().data == Array("the first file".utf8))
+    let last = try source.read(index: 1, offset: 2 << 20, count: 1 << 20).get()
+    let hash = try #require(last.hash)
+    #expect(hash.map { String(format: "%02x", $0) }.joined() == sent)
+  }
+}

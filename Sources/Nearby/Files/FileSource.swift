@@ -47,9 +47,12 @@ final class FileSource: @unchecked Sendable {
   let items: [Item]
   private var fd: Int32 = -1
   private var openIndex = -1
-  private var hasher: FileHasher?
-  private var hashIndex = -1
-  private var hashedUpTo: UInt64 = 0
+  /// The hash of each file read in part, and how far: kept per file, so that reading
+  /// another file in between (a RESEND of an earlier one) does not start it over. (One
+  /// hash for the file being read made a receiver's RESEND of an ended file, about 40 bytes,
+  /// cost us a second reading and hashing of everything sent of the next one, as often as
+  /// it liked.)
+  private var partial: [Int: (hasher: FileHasher, upTo: UInt64)] = [:]
   private var hashes: [Int: [UInt8]] = [:]
 
   init(items: [Item]) { self.items = items }
@@ -63,11 +66,10 @@ final class FileSource: @unchecked Sendable {
   func read(index: Int, offset: UInt64, count: Int) -> Result<Chunk, FileError> {
     let item = items[index]
     if let opened = open(index), case .failure(let error) = opened { return .failure(error) }
-    if hashIndex != index {
-      hasher = FileHasher()
-      hashIndex = index
-      hashedUpTo = 0
-    }
+    if hashes[index] == nil, partial[index] == nil { partial[index] = (FileHasher(), 0) }
+    var hashedUpTo = partial[index]?.upTo ?? item.size
+    let hasher = partial[index]?.hasher
+    defer { if partial[index] != nil { partial[index]!.upTo = hashedUpTo } }
     // A resume past what was hashed: hash the bytes before it first.
     while hashes[index] == nil, hashedUpTo < offset {
       let step = Int(min(offset - hashedUpTo, 1 << 20))
@@ -107,7 +109,7 @@ final class FileSource: @unchecked Sendable {
         return .failure(changed(item, "it was modified while it was being sent"))
       }
       hashes[index] = hasher?.finalize()
-      hasher = nil
+      partial[index] = nil
     }
     return .success(Chunk(data: data, hash: end == item.size ? hashes[index] : nil))
   }
