@@ -24,7 +24,7 @@ extension SessionStateMachine {
     case .message(let message):
       deliver(message, on: id, now: now, into: &actions)
     case .delivered(let delivered):
-      acknowledged(delivered, on: id, into: &actions)
+      acknowledged(delivered, on: id, now: now, into: &actions)
     case .undeliverable(let report):
       // Only relays write reports about others' messages (PROTOCOL.md 9.3): one from any other
       // peer is dropped, not passed on (any peer of a relay could make a message fail, and

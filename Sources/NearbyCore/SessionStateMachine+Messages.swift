@@ -388,7 +388,7 @@ extension SessionStateMachine {
     // its origin for peers behind us. Anything else is direct.
     let forOthers = isRelay && !message.recipients.isEmpty && !message.recipients.contains(localPeer.id)
     guard message.sender == updateConnection(id, { $0.peerID }) ?? nil, !forOthers else {
-      deliverRelayed(message, on: id, into: &actions)
+      deliverRelayed(message, on: id, now: now, into: &actions)
       return
     }
     // Direct: the channel authenticated it, and its body is the message.
@@ -420,11 +420,10 @@ extension SessionStateMachine {
   /// A message a relay passed on: it is delivered (or, by a relay, forwarded) only once its
   /// origin's signature checks out with the origin's key, so a relay can neither alter nor
   /// invent messages, nor make a real one look like a copy by sending a forgery first.
-  private mutating func deliverRelayed(_ message: Frame.Message, on id: ConnectionID, into actions: inout [SessionAction]) {
-    let relay = connectionPeer(id)
+  private mutating func deliverRelayed(_ message: Frame.Message, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     func tampered(_ detail: String) {
       relayStatistics.forgeriesDropped += 1
-      actions.append(.emit(.error(.relayTampered(relay: relay, origin: message.sender, detail: detail))))
+      reportTampering(on: id, origin: message.sender, detail: detail, now: now, into: &actions)
     }
     guard let originKey = peerRecord(message.sender, { $0.publicKey }) ?? nil else {
       tampered("no key is known for its origin: it names a peer no roster has announced")
@@ -466,7 +465,7 @@ extension SessionStateMachine {
     actions.append(.deliver(received, from: id))
   }
 
-  mutating func acknowledged(_ delivered: Frame.Delivered, on id: ConnectionID, into actions: inout [SessionAction]) {
+  mutating func acknowledged(_ delivered: Frame.Delivered, on id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     guard delivered.origin == localPeer.id else {
       federationNoteReceipt(delivered, on: id, into: &actions)
       routeTowardOrigin(delivered.origin, .delivered(delivered), from: id, into: &actions)
@@ -481,7 +480,7 @@ extension SessionStateMachine {
       else {
         relayStatistics.forgeriesDropped += 1
         let detail = delivered.signature == nil ? "a receipt without the recipient's signature" : "a receipt whose signature is not the recipient's"
-        actions.append(.emit(.error(.relayTampered(relay: connectionPeer(id), origin: delivered.recipient, detail: detail))))
+        reportTampering(on: id, origin: delivered.recipient, detail: detail, now: now, into: &actions)
         return
       }
     }

@@ -122,9 +122,7 @@ extension SessionStateMachine {
       // The key must own the id: a relay cannot slip its own key in for someone else's.
       guard configuration.endToEnd.owns(entry.publicKey, other) else {
         relayStatistics.forgeriesDropped += 1
-        actions.append(
-          .emit(.error(.relayTampered(relay: connectionPeer(id), origin: other, detail: "its roster gives this peer a key that does not own its id")))
-        )
+        reportTampering(on: id, origin: other, detail: "its roster gives this peer a key that does not own its id", now: now, into: &actions)
         continue
       }
       // One lookup per entry, and the record changed in place through its index (each
@@ -182,6 +180,32 @@ extension SessionStateMachine {
 
   static func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+  }
+
+  /// How many reports of tampering one relay connection may make at once, and per second
+  /// after that (``reportTampering(on:origin:detail:now:into:)``).
+  package static let tamperingReports = (burst: 16, perSecond: 1.0)
+
+  /// Reports what a relay did wrong (a forgery, a bad key) as an event: up to
+  /// ``tamperingReports`` per connection; the next one shown says how many were not. (An
+  /// event each was outside all flow control: a roster of 4 096 bad entries was 4 096
+  /// events, 64 such rosters a second, and as many as a relay sent sealed messages of
+  /// unknown origins.) ``relayStatistics`` counts them all.
+  mutating func reportTampering(on id: ConnectionID, origin: PeerID, detail: String, now: Duration, into actions: inout [SessionAction]) {
+    guard let record = connections[id] else { return }
+    let refilled = record.tamperingRefilled ?? now
+    let tokens = min(Double(Self.tamperingReports.burst), record.tamperingTokens + Self.seconds(now - refilled) * Self.tamperingReports.perSecond)
+    connections[id]!.tamperingRefilled = now
+    guard tokens >= 1 else {
+      connections[id]!.tamperingTokens = tokens
+      connections[id]!.tamperingHidden += 1
+      return
+    }
+    connections[id]!.tamperingTokens = tokens - 1
+    let hidden = record.tamperingHidden
+    connections[id]!.tamperingHidden = 0
+    let more = hidden == 0 ? "" : " (and \(hidden) more from this relay that were not shown)"
+    actions.append(.emit(.error(.relayTampered(relay: connectionPeer(id), origin: origin, detail: detail + more))))
   }
 
   /// A relay's rosters went over ``RosterLimits``: ERROR `resourceExhausted`, naming the

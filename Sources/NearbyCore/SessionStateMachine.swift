@@ -83,6 +83,11 @@ package struct SessionStateMachine: Sendable {
     var rosterWaiting: [PeerID: Frame.Roster.Entry] = [:]
     /// When the peer's last VERIFY was shown (at most one each ``verificationRequestInterval``).
     var verificationShown: Duration?
+    /// Reports of this relay's tampering it may still make (a token bucket, see
+    /// ``SessionStateMachine/tamperingReports``), and how many were not shown since the last.
+    var tamperingTokens = Double(SessionStateMachine.tamperingReports.burst)
+    var tamperingRefilled: Duration?
+    var tamperingHidden = 0
   }
 
   struct PeerRecord: Sendable {

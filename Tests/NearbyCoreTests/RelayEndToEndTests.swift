@@ -196,6 +196,39 @@ struct RelayEndToEndTests {
     #expect(refusal == .notConnected([dave.id]))
   }
 
+  /// A relay that gives 4 096 peers keys that are not theirs, in each of 8 rosters: every
+  /// one is refused and counted, but only the first reports are events (an event each was
+  /// 32 768 events, outside any flow control); the next one shown, a second later, says
+  /// how many were not.
+  @Test func aFloodOfForgedRosterEntriesIsCountedNotShownOneByOne() {
+    var net = network()
+    _ = net.take(a)
+    let wrongKey = SimulatedNetwork.key(of: Self.r1.id)
+    let before = net.nodes[a]!.relayStatistics.forgeriesDropped
+    for round in 0..<8 {
+      let entries = (0..<ProtocolLimits.maximumRosterEntries).map { index in
+        Frame.Roster.Entry(
+          peer: Peer(id: PeerID(high: UInt64(round + 1), low: UInt64(index + 1)), name: try! DisplayName("p\(index)")), hops: 1, publicKey: wrongKey)
+      }
+      net.act(a) { m, x, now in
+        m.received([.roster(Frame.Roster(kind: .add, entries: entries))], on: m.sessionConnection(Self.r1.id)!, now: now, into: &x)
+      }
+    }
+    #expect(net.nodes[a]!.relayStatistics.forgeriesDropped - before == 8 * ProtocolLimits.maximumRosterEntries)
+    let reports = net.take(a).filter { if case .error(.relayTampered) = $0 { true } else { false } }
+    #expect(reports.count == SessionStateMachine.tamperingReports.burst)
+    net.advance(by: .seconds(1))
+    let wrong = Frame.Roster.Entry(peer: Peer(id: PeerID(high: 99, low: 1), name: try! DisplayName("late")), hops: 1, publicKey: wrongKey)
+    net.act(a) { m, x, now in
+      m.received([.roster(Frame.Roster(kind: .add, entries: [wrong]))], on: m.sessionConnection(Self.r1.id)!, now: now, into: &x)
+    }
+    let next = net.take(a).compactMap { event -> String? in if case .error(.relayTampered(_, _, let detail)) = event { detail } else { nil } }
+    let hidden = 8 * ProtocolLimits.maximumRosterEntries - SessionStateMachine.tamperingReports.burst
+    #expect(next.count == 1)
+    #expect(next.first?.contains("and \(hidden) more from this relay that were not shown") == true, "\(next)")
+    #expect(net.connectedNames(a) == ["r1"])
+  }
+
   @Test func aDirectPeerThatIsNotARelayCannotPassOnOthersMessages() {
     var net = SimulatedNetwork()
     net.add(Fixture.alice, policy: .all)
