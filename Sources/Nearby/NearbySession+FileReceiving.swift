@@ -251,8 +251,9 @@ extension NearbySession {
     case .cancelled: record.closedWith = TransferCancelReason.cancelled.rawValue
     case .failed(let reason, _): record.closedWith = reason.rawValue
     }
-    files.closed.insert(id, peer: transfer.peer.id, reason: record.closedWith)
+    let forgotten = files.closed.insert(id, peer: transfer.peer.id, reason: record.closedWith)
     if transfer.sink != nil { persist(record, on: transfer.queue) }
+    forgetRecords(of: forgotten)
     let saved = transfer.state.files.indices.compactMap { transfer.saved[$0] }
     emit(.transfer(.finished(id: id, peer: transfer.peer, direction: .receive, end: end, files: saved)))
   }

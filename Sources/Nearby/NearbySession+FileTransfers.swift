@@ -39,7 +39,7 @@ extension NearbySession {
       case (.receive, .active):
         files.restored[record.id] = record
       case (.receive, _):
-        files.closed.insert(record.id, peer: record.peer, reason: record.closedWith)
+        forgetRecords(of: files.closed.insert(record.id, peer: record.peer, reason: record.closedWith))
       case (.send, .active):
         let peer = machine.peer(record.peer) ?? Peer(id: record.peer, name: (try? DisplayName(record.peer.shortHex)) ?? DisplayName.placeholder)
         startOutgoing(
@@ -230,6 +230,14 @@ extension NearbySession {
   func persist(_ record: TransferStore.Record, on queue: DispatchQueue) {
     guard let store = files.store else { return }
     queue.async { try? store.save(record) }
+  }
+
+  /// Removes the records of received transfers that ended and are no longer remembered
+  /// (``ClosedTransfers`` keeps a peer's latest 256, 4 096 in all). Without it a peer whose
+  /// files are taken automatically left a record per offer, each up to megabytes, until it
+  /// was a week old.
+  func forgetRecords(of ids: [TransferID]) {
+    for id in ids { forget(id, .receive, on: FileTransfers.queue(id)) }
   }
 
   func forget(_ id: TransferID, _ direction: TransferDirection, on queue: DispatchQueue) {

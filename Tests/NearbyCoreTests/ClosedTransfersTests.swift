@@ -69,11 +69,17 @@ struct ClosedTransfersTests {
       let id = Self.transfer(random.next() % 60)
       let peer = Self.peer(random.next() % 5)
       let reason = UInt8(random.next() % 4)
-      closed.insert(id, peer: peer, reason: reason)
+      let forgotten = closed.insert(id, peer: peer, reason: reason)
       list.removeAll { $0.id == id }
       list.append((id, peer, reason))
-      while list.count(where: { $0.peer == peer }) > perPeer { list.remove(at: list.firstIndex { $0.peer == peer }!) }
-      while list.count > limit { list.removeFirst() }
+      var dropped: [TransferID] = []
+      while list.count(where: { $0.peer == peer }) > perPeer { dropped.append(list.remove(at: list.firstIndex { $0.peer == peer }!).id) }
+      while list.count > limit { dropped.append(list.removeFirst().id) }
+      // What it forgot for want of room is said (the session removes those records from disk).
+      guard forgotten == dropped else {
+        Issue.record("forgot \(forgotten) where the list dropped \(dropped)")
+        return
+      }
       guard closed.count == list.count, list.allSatisfy({ closed[$0.id]?.peer == $0.peer && closed[$0.id]?.reason == $0.reason }) else {
         Issue.record("differs from the list after inserting \(id) of \(peer): \(closed.count) against \(list.count)")
         return

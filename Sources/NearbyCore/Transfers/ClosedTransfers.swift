@@ -50,8 +50,11 @@ package struct ClosedTransfers: Sendable {
 
   /// Remembers that `id`, `peer`'s, ended with `reason` (0: completed), forgetting the oldest
   /// of that peer's, or of all, beyond the limits.
-  package mutating func insert(_ id: TransferID, peer: PeerID, reason: UInt8) {
+  /// - Returns: the ids forgotten for want of room (their records on disk can go too).
+  @discardableResult
+  package mutating func insert(_ id: TransferID, peer: PeerID, reason: UInt8) -> [TransferID] {
     if entries[id] != nil { forget(id) }
+    var forgotten: [TransferID] = []
     serial += 1
     let noted = Noted(id: id, serial: serial)
     entries[id] = Entry(peer: peer, reason: reason, serial: serial)
@@ -59,11 +62,18 @@ package struct ClosedTransfers: Sendable {
     order.append(noted)
     peers[peer, default: RingBuffer()].append(noted)
     // The peer's own first, then everyone's; what went already is skipped as it comes up.
-    while count(of: peer) > perPeer, let oldest = firstCurrent(ofPeer: peer) { forget(oldest.id) }
-    while entries.count > limit, let oldest = firstCurrentOverall() { forget(oldest.id) }
+    while count(of: peer) > perPeer, let oldest = firstCurrent(ofPeer: peer) {
+      forget(oldest.id)
+      forgotten.append(oldest.id)
+    }
+    while entries.count > limit, let oldest = firstCurrentOverall() {
+      forget(oldest.id)
+      forgotten.append(oldest.id)
+    }
     // A peer's own limit leaves what it forgot anywhere in the overall order: kept from
     // growing with every insertion, in time proportional to the insertions since.
     if order.count > 2 * entries.count + 64 { keepCurrent(&order) }
+    return forgotten
   }
 
   /// How many insertions the overall order holds, remembered or not (for tests of its bound).
