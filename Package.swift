@@ -56,7 +56,7 @@ let package = Package(
     // The public API: `import Nearby`.
     .target(
       name: "Nearby",
-      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem"],
+      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem"],
       swiftSettings: strict
     ),
     // Processes, lines in and out, signals: what the commands, the lab and the tests share.
@@ -83,7 +83,7 @@ let package = Package(
     // offline delivery (the shell of the session state machine's federation route).
     .target(
       name: "NearbyFederation",
-      dependencies: ["Nearby", "NearbyCore", "NearbySystem", "CNats"],
+      dependencies: ["Nearby", "NearbyCore", "CNats"],
       swiftSettings: strict
     ),
     // `nearby relay`: the relay service.
@@ -91,7 +91,7 @@ let package = Package(
     .target(
       name: "NearbyBench",
       dependencies: [
-        "Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyDiscovery", "NearbySystem", "CNearbySystem", "NearbyFederation",
+        "Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbySystem", "CNearbySystem", "NearbyFederation",
         "NearbyLab", "NearbyTestSupport",
       ],
       swiftSettings: strict
@@ -108,9 +108,8 @@ let package = Package(
     .executableTarget(
       name: "nearby",
       dependencies: [
-        "Nearby", "NearbyChat", "NearbyTerminalUI", "NearbyScript", "NearbyRelay", "NearbyFederation", "NearbyCommandLine", "NearbyDiscovery",
-        "NearbyBench",
-        "NearbyLab", "NearbySystem", "CNearbySystem",
+        "Nearby", "NearbyChat", "NearbyTerminalUI", "NearbyScript", "NearbyRelay", "NearbyFederation", "NearbyCommandLine", "NearbyBench",
+        "NearbyLab", "NearbySystem",
       ],
       swiftSettings: strict
     ),
@@ -145,17 +144,17 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyRelay", "NearbySystem"],
+      dependencies: ["Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyRelay"],
       swiftSettings: strict
     ),
     .testTarget(
       name: "NearbyChatTests",
-      dependencies: ["NearbyChat", "Nearby", "NearbyCore", "NearbySystem"],
+      dependencies: ["NearbyChat", "Nearby", "NearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(
       name: "NearbyTerminalUITests",
-      dependencies: ["NearbyTerminalUI", "NearbyChat", "Nearby", "NearbyCore", "NearbySystem"],
+      dependencies: ["NearbyTerminalUI", "NearbyChat", "Nearby", "NearbyCore"],
       swiftSettings: strict
     ),
     .testTarget(
@@ -176,7 +175,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyFederationTests",
-      dependencies: ["NearbyFederation", "Nearby", "NearbyCore", "NearbyLab", "NearbyTestSupport", "NearbySystem"],
+      dependencies: ["NearbyFederation", "Nearby", "NearbyCore", "NearbyLab", "NearbyTestSupport"],
       swiftSettings: strict
     ),
     .testTarget(

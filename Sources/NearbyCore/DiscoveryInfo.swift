@@ -28,7 +28,7 @@ public struct DiscoveryInfo: Hashable, Sendable, Sequence {
     for pair in pairs { try set(pair.key, to: pair.value) }
   }
 
-  /// Parses command-line arguments of the form `key=value`.
+  /// Parses entries written `key=value` (as DNS-SD shows TXT entries; the value may hold `=`).
   public init(arguments: [String]) throws(DiscoveryInfoError) {
     entries = []
     for argument in arguments {
@@ -88,7 +88,7 @@ public enum DiscoveryInfoError: Error, Equatable, Sendable, CustomStringConverti
   public var description: String {
     switch self {
     case .missingEquals(let argument):
-      return "discovery info '\(argument)' has no '=': write key=value, for example --info room=kitchen"
+      return "discovery info '\(argument)' has no '=': write key=value, for example room=kitchen"
     case .emptyKey:
       return "a discovery info key is empty: write key=value with a key of 1-63 characters"
     case .keyTooLong(let key):

@@ -46,7 +46,7 @@ public enum DisplayNameError: Error, Hashable, Sendable, CustomStringConvertible
   public var description: String {
     switch self {
     case .empty:
-      return "the display name is empty: give a name of 1 to 63 bytes, for example --name alice"
+      return "the display name is empty: give a name of 1 to 63 bytes, for example alice"
     case .tooLong(let count):
       return
         "the display name is \(count) bytes of UTF-8, more than the limit of 63: choose a shorter name"

@@ -46,7 +46,7 @@ package struct DNSServiceError: Error, Hashable, Sendable, CustomStringConvertib
     }
     switch code {
     case Int32(kDNSServiceErr_NameConflict):
-      return "\(operation) failed: the name is already taken on the network (\(name)): choose another --name"
+      return "\(operation) failed: the name is already taken on the network (\(name)): choose another display name"
     case Int32(kDNSServiceErr_BadParam), Int32(kDNSServiceErr_Invalid):
       return "\(operation) refused its arguments (\(name)): this is a bug in Nearby, please report it"
     default:

@@ -1,3 +1,4 @@
+import Nearby
 import NearbyCore
 
 /// How a relay joins the federation (`nearby relay --federate URL,... --site NAME`).
@@ -53,5 +54,12 @@ public struct FederationConfiguration: Sendable, Equatable {
       && name.unicodeScalars.allSatisfy {
         $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0))
       }
+  }
+}
+
+extension SessionConfiguration {
+  /// Makes the session a relay of `federation`'s site (`nil`: a relay of this LAN only).
+  package mutating func federate(_ federation: FederationConfiguration?) {
+    self.federation = federation.map { FederationSettings(site: $0.site) }
   }
 }

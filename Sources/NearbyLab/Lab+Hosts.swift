@@ -1,6 +1,5 @@
 import NearbyScript
 import NearbySystem
-import NearbyTransport
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,4 @@
 import NearbySystem
-import NearbyTransport
 import Synchronization
 
 #if canImport(Glibc)

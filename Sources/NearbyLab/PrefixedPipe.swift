@@ -1,6 +1,5 @@
 import NearbyScript
 import NearbySystem
-import NearbyTransport
 import Synchronization
 
 #if canImport(Glibc)

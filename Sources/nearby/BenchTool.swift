@@ -1,4 +1,3 @@
-import CNearbySystem
 import NearbyBench
 import NearbyCommandLine
 import NearbySystem
@@ -35,11 +34,11 @@ struct BenchTool: Tool {
       }
     }
     if let targetProcess {
-      _ = nearby_die_with_parent()
+      ChildProcess.dieWithParent()
       return await BenchRunner.runTargetProcess(targetProcess)
     }
     if let peerProcess {
-      _ = nearby_die_with_parent()
+      ChildProcess.dieWithParent()
       return await BenchRunner.runPeerProcess(peerProcess)
     }
     let runner = BenchRunner(quick: quick, only: only) { OutputWriter.standardError.line($0) }

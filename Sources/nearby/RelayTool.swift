@@ -1,6 +1,5 @@
 import Nearby
 import NearbyCommandLine
-import NearbyCore
 import NearbyFederation
 import NearbyRelay
 
@@ -88,7 +87,7 @@ struct RelayTool: Tool {
         configuration.maximumPendingConnections = 256
         // Still, no one host may hold more than an eighth of them.
         configuration.maximumPendingConnectionsPerSource = 32
-        configuration.federation = federation.map { FederationSettings(site: $0.site) }
+        configuration.federate(federation)
       })
     else { return 1 }
     defer { withExtendedLifetime(identity) {} }

@@ -1,4 +1,3 @@
-import CSodium
 import Nearby
 import NearbyCore
 import NearbyCrypto

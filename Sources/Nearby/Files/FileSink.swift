@@ -1,6 +1,6 @@
-import CNearbySystem
 import NearbyCore
 import NearbyCrypto
+import NearbySystem
 
 #if canImport(Glibc)
   import Glibc
@@ -234,8 +234,9 @@ final class FileSink: @unchecked Sendable {
     let end = offset + UInt64(data.count)
     if end >= file.behindEnd + Self.writeBehind {
       // Errors of the disk show at the fsync in finish(_:expected:); this only schedules.
-      _ = nearby_write_behind(
-        file.fd, Int64(file.behindEnd), Int64(end - file.behindEnd), Int64(file.behindStart), Int64(file.behindEnd - file.behindStart))
+      WriteBehind.hand(
+        file.fd, offset: Int64(file.behindEnd), length: Int64(end - file.behindEnd), waitingFor: Int64(file.behindStart),
+        length: Int64(file.behindEnd - file.behindStart))
       open[index]!.behindStart = file.behindEnd
       open[index]!.behindEnd = end
     }
