@@ -1,3 +1,7 @@
+// One file: a relay's rosters, routes and forwarding (PROTOCOL.md section 9) share the route
+// table and the pacing of rosters: a roster changes routes, forwarding reads them, and the
+// rules against loops and counting to infinity are checked in one place.
+
 /// Relays (PROTOCOL.md section 9): rosters, forwarding, duplicate and loop suppression.
 ///
 /// A relay forwards every MESSAGE it has not seen to the peers it reaches, decrementing the

@@ -1,3 +1,7 @@
+// One file: one suite on one setup, alice — r1 — carol on the simulated network with links
+// cut and healed; its cases share the network it builds and its send, run, relay-away and
+// resume helpers.
+
 import NearbyCore
 import Testing
 

@@ -1,3 +1,8 @@
+// One file: the simulated network is one value (nodes, links, the delivery queue, the
+// virtual clock) whose stepping and bookkeeping go together, with the few helpers every test
+// on it needs (a send like the session's, event kinds, the stand-in end-to-end crypto);
+// its faults are in SimulatedNetwork+Faults.swift.
+
 import NearbyCore
 
 /// Several session state machines wired together through the real codec, with a virtual

@@ -1,3 +1,7 @@
+// One file: one suite of file transfers end to end between real sessions (folders, a choice
+// of files, integrity, refusing, cancelling, lying senders, a relay, resuming); its cases
+// share `pair()` and `FileFixtures`, and each is one scenario of PROTOCOL.md section 13.
+
 import Foundation
 import Nearby
 import NearbyCore
