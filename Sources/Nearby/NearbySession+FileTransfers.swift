@@ -53,6 +53,7 @@ extension NearbySession {
     files.loaded = true
     let waiting = files.pending
     files.pending = []
+    files.pendingBytes = 0
     for (frame, peer) in waiting { transferFrameArrived(frame, from: peer) }
   }
 
@@ -183,11 +184,26 @@ extension NearbySession {
     return result == .queued
   }
 
+  /// About what a FILE frame holds, in bytes (what it costs to keep it waiting).
+  static func approximateSize(of frame: TransferFrame) -> Int {
+    switch frame.body {
+    case .offer(let files): files.reduce(64) { $0 + 32 + $1.name.utf8.count }
+    case .accept(let files): 64 + 16 * files.count
+    case .chunk(_, _, let data): 64 + data.count
+    case .cancel(_, let message): 64 + message.utf8.count
+    case .end, .ack, .resend, .verified: 64
+    }
+  }
+
   /// A FILE frame from `peer` (on its session, or opened from its envelope).
   func transferFrameArrived(_ frame: TransferFrame, from peer: PeerID) {
     guard !files.stopped else { return }
     guard files.loaded else {
-      if files.pending.count < 1024 { files.pending.append((frame, peer)) }
+      let bytes = Self.approximateSize(of: frame)
+      if files.pending.count < FileTransfers.pendingLimit.frames, files.pendingBytes + bytes <= FileTransfers.pendingLimit.bytes {
+        files.pending.append((frame, peer))
+        files.pendingBytes += bytes
+      }
       return
     }
     let id = frame.transfer

@@ -9,14 +9,17 @@ public struct ParsedCommand: Sendable {
   /// about such a value names the variable: the user never typed the option).
   var fromEnvironment: [String: String] = [:]
 
+  // By name, for the typed accessors (TypedOption.swift) only: a command reads its options
+  // through their `Option` and `Flag` values, so that a misspelt name does not compile.
+
   /// Whether a flag was given.
-  public func flag(_ name: String) -> Bool { flags.contains(name) }
+  func flag(_ name: String) -> Bool { flags.contains(name) }
 
   /// The last value of an option, or its default.
-  public func value(_ name: String) -> String? { values[name]?.last }
+  func value(_ name: String) -> String? { values[name]?.last }
 
   /// Every value of a repeating option, in order.
-  public func values(_ name: String) -> [String] { values[name] ?? [] }
+  func values(_ name: String) -> [String] { values[name] ?? [] }
 
   /// A positional argument.
   public func argument(_ name: String) -> String? { arguments[name]?.first }

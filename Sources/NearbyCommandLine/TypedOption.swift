@@ -63,6 +63,10 @@ extension ParsedCommand {
   /// Whether a flag was given (or set through its environment variable).
   public func isSet(_ flag: Flag) -> Bool { self.flag(flag.spec.name) }
 
+  /// Whether the option was given (on the command line or in its environment variable),
+  /// whatever its value.
+  public func isGiven(_ option: OptionSpec) -> Bool { value(option.name) != nil }
+
   private func convert<Value>(_ text: String, _ option: Option<Value>) throws(CommandLineError) -> Value {
     do {
       return try option.convert(text)

@@ -44,7 +44,7 @@ struct RelayTool: Tool {
       for option in [
         Options.natsCredentials.spec, Options.natsTrustedCertificates.spec, Options.queueMaximumAge.spec, Options.queueMaximumBytes.spec,
       ]
-      where parsed.value(option.name) != nil {
+      where parsed.isGiven(option) {
         throw .usage("--\(option.name) needs --federate (and --site)", path: parsed.path)
       }
       federation = nil

@@ -1,5 +1,6 @@
-import NearbyCommandLine
 import Testing
+
+@testable import NearbyCommandLine
 
 @Suite("Argument parser")
 struct ArgumentParserTests {

@@ -19,6 +19,13 @@ struct FileTransfers {
   /// Records have been read (frames that arrive earlier wait in ``pending``).
   var loaded = false
   var pending: [(TransferFrame, PeerID)] = []
+  /// What ``pending`` holds, about, in bytes (see ``pendingLimit``).
+  var pendingBytes = 0
+  /// What waits for the records at most: 1 024 frames and 16 MiB (FILE frames are up to
+  /// 1 MiB: a gigabyte could wait while a slow disk gave the records). The rest is dropped;
+  /// its sender finds out as for a frame lost through a relay (no ACK, then a RESEND or a
+  /// resume).
+  static let pendingLimit = (frames: 1024, bytes: 16 << 20)
   var timer: UInt64?
   var stopped = false
   /// ``SessionConfiguration/maximumFileRate``: bytes that may go now, and when they were counted.
