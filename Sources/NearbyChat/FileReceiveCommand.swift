@@ -178,7 +178,7 @@ public actor FileReceiveCommand {
       if options.json { output.line(formatter.format(.transfer(news)) ?? "") }
       switch end {
       case .completed:
-        if !options.json { for file in files { output.line(file.path) } }
+        if !options.json { for file in files { output.line(EventFormatter.sanitize(file.path)) } }
         await finish(0)
       case .cancelled(let byPeer, let message):
         await finish(

@@ -137,10 +137,10 @@ public actor FileSendCommand {
       connected = false
       inviting = false
       unreachableSince = .now
-      if !options.json { errors.line("* lost \(EventFormatter.label(gone)) (\(reason)); trying again") }
+      if !options.json { errors.line("* lost \(EventFormatter.label(gone)) (\(EventFormatter.sanitize(reason.description))); trying again") }
     case .declined(let declining, let reason) where matches(declining):
       inviting = false
-      await finish(1, "Error: \(EventFormatter.label(declining)) declined the invitation (\(reason))")
+      await finish(1, "Error: \(EventFormatter.label(declining)) declined the invitation (\(EventFormatter.sanitize(reason.description)))")
     case .error(.connectFailed(let failed, let detail)) where failed.map(matches) ?? true:
       inviting = false
       if !options.json { errors.line("* could not connect: \(EventFormatter.sanitize(detail)); trying again") }

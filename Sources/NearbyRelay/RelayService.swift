@@ -271,7 +271,12 @@ public actor RelayService {
   }
 
   static func quote(_ value: String) -> String {
-    let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0.value != 0x7F }
+    // Quoted (JSON-escaped) unless every character is visible: C1 controls (U+0085 ends a
+    // line for some readers, U+009B starts a terminal sequence), bidirectional controls and
+    // line separators from a peer's instance or host name forged or reordered log lines.
+    let plain =
+      !value.isEmpty && HiddenCharacters.first(in: value) == nil
+      && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0.value != 0xA0 }
     if plain { return value }
     return JSONValue.string(value).encoded
   }

@@ -38,7 +38,12 @@ package enum TransferName {
   /// each such component climbed one folder out of the download folder.
   package static func component(_ text: Substring) -> String {
     var cleaned = String.UnicodeScalarView()
-    for scalar in text.unicodeScalars { cleaned.append(isHidden(scalar) || scalar == "/" || scalar == "\\" ? "_" : scalar) }
+    let scalars = Array(text.unicodeScalars)
+    for (index, scalar) in scalars.enumerated() {
+      let hidden = HiddenCharacters.isHidden(
+        scalar, after: index > 0 ? scalars[index - 1] : nil, before: index + 1 < scalars.count ? scalars[index + 1] : nil)
+      cleaned.append(hidden || scalar == "/" || scalar == "\\" ? "_" : scalar)
+    }
     var name = shortened(String(cleaned), to: maximumComponentBytes)
     if name == "." || name == ".." || name.isEmpty { name = "_" }
     if isReservedOnWindows(name) { name = "_" + name }
@@ -58,16 +63,6 @@ package enum TransferName {
   /// most ``maximumDepth``.
   package static func isSafe(path: [String]) -> Bool {
     !path.isEmpty && path.count <= maximumDepth && path.allSatisfy { isSafe($0) }
-  }
-
-  /// Control characters (C0, DEL, C1) and characters that change how text around them is
-  /// shown without being seen (bidirectional overrides and isolates, zero-width ones).
-  static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
-    switch scalar.value {
-    case 0x00...0x1F, 0x7F...0x9F: true
-    case 0x061C, 0x180E, 0x200B...0x200F, 0x2028...0x202E, 0x2060...0x2064, 0x2066...0x206F, 0xFEFF: true
-    default: false
-    }
   }
 
   /// `CON`, `PRN`, `AUX`, `NUL`, `COM1`-`COM9`, `LPT1`-`LPT9`, alone or with an extension,
