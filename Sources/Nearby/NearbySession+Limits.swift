@@ -49,8 +49,10 @@ extension NearbySession {
   func admit(_ id: ConnectionID, from remote: SocketAddress) -> String? {
     let source = remote.sourceKey
     let refusal = guards.admission.admit(id, from: source) { counted in
+      // A connection closing still counts until it is gone: a host whose handshakes fail
+      // and that never closes its end holds each for the linger (see connectionAccepted).
       switch machine.connectionState(counted) {
-      case nil, .connected?, .closing?, .closed?: false
+      case nil, .connected?, .closed?: false
       default: true
       }
     }

@@ -383,7 +383,11 @@ package struct SessionStateMachine: Sendable {
   package mutating func connectionAccepted(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
     var machine = ConnectionStateMachine(role: .listener, hello: localHello, timeouts: configuration.timeouts, now: now)
     machine.start(now: now)
-    let pending = connections.values.filter { $0.machine.map { $0.state != .connected } ?? true }.count
+    // Connections being set up: handshaking, idle, inviting or invited (PROTOCOL.md 8.3). Not
+    // those closing: a host that sent a bad handshake and never closed its end kept each of
+    // them here for the linger (2 s), and 64 of them refused everybody else. Closing ones
+    // count against their source instead (NearbySession.admit), until they are gone.
+    let pending = connections.values.filter { $0.machine.map { $0.state != .connected && $0.state != .closing && $0.state != .closed } ?? true }.count
     if isShuttingDown || pending >= configuration.maximumPendingConnections {
       let transition = machine.reject(.busy, "too many connections are being set up; try again later", now: now)
       connections[id] = ConnectionRecord(direction: .inbound, machine: machine)

@@ -206,6 +206,62 @@ struct BadInputTests {
     try await alice.stop()
   }
 
+  /// A host whose handshakes fail and that never closes its end: each connection waits
+  /// for it to close (the linger, 10 s here). Those count against the host, so its
+  /// seventeenth is refused busy at once, as one still being set up would be ...
+  @Test func connectionsLeftClosingCountAgainstTheirHost() async throws {
+    var timeouts = ConnectionTimeouts()
+    timeouts.linger = .seconds(10)
+    let alice = try await RunningSession.start("alice", policy: .all) { $0.timeouts = timeouts }
+    var held: [SecureTestPeer] = []
+    for _ in 0..<16 {
+      let peer = try SecureTestPeer(port: alice.port)
+      peer.writeRaw([0, 0, 0, 0])
+      let answer = await peer.readInBackground { $0.contains { if case .error = $0 { true } else { false } } }
+      #expect(answer.frames.contains { if case .error(.frameTooLarge, _) = $0 { true } else { false } }, "\(answer.frames)")
+      held.append(peer)
+    }
+    let seventeenth = try SecureTestPeer(port: alice.port)
+    seventeenth.writeRaw([0, 0, 0, 0])
+    let refused = await seventeenth.readInBackground { $0.contains { if case .error = $0 { true } else { false } } }
+    #expect(refused.frames.contains { if case .error(.busy, _) = $0 { true } else { false } }, "\(refused.frames)")
+    held.removeAll()
+    try await alice.stop()
+  }
+
+  /// ... but not against everybody: with room for 8 connections being set up, 12 left
+  /// closing by one host (allowed 200) do not keep bob out. (They filled the 8, and bob was
+  /// refused busy until their linger ended.)
+  @Test func connectionsLeftClosingDoNotKeepOthersOut() async throws {
+    var timeouts = ConnectionTimeouts()
+    timeouts.linger = .seconds(10)
+    let alice = try await RunningSession.start("alice", policy: .all) {
+      $0.timeouts = timeouts
+      $0.maximumPendingConnections = 8
+      $0.maximumPendingConnectionsPerSource = 200
+    }
+    var held: [SecureTestPeer] = []
+    for _ in 0..<12 {
+      let peer = try SecureTestPeer(port: alice.port)
+      peer.writeRaw([0, 0, 0, 0])
+      _ = await peer.readInBackground { $0.contains { if case .error = $0 { true } else { false } } }
+      held.append(peer)
+    }
+    let bob = try await RunningSession.start("bob")
+    await bob.session.invite(endpoints: [alice.endpoint])
+    let outcome = try await bob.expect("connected, or refused") { event -> String? in
+      switch event {
+      case .connected: "connected"
+      case .error, .disconnected: "\(event)"
+      default: nil
+      }
+    }
+    #expect(outcome == "connected")
+    held.removeAll()
+    try await bob.stop()
+    try await alice.stop()
+  }
+
   /// The memory side of the same flood, in a process of its own (the test process's memory
   /// moves with every test running beside it): 300 connections that never handshake.
   @Test func aFloodOfConnectionsCostsBoundedMemory() async throws {
