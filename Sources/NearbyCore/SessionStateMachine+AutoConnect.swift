@@ -21,7 +21,7 @@ extension SessionStateMachine {
   /// A peer was found: a relay with `connectFound` (or a lost relay's peer) invites it soon.
   mutating func autoConnectOnDiscovery(_ id: PeerID) {
     guard !isShuttingDown, peers[id]?.session == nil, !isSuspended(id) else { return }
-    let lostRelay = resumable.contains(id) && peers[id]?.discovered?.advertisement.isRelay == true
+    let lostRelay = resumable[id] != nil && peers[id]?.discovered?.advertisement.isRelay == true
     guard configuration.connectFound || lostRelay else { return }
     // A federated relay leaves the relays it finds alone: NATS joins the sites.
     if isFederated, !lostRelay, peers[id]?.discovered?.advertisement.isRelay == true { return }
@@ -33,13 +33,45 @@ extension SessionStateMachine {
     switch reason {
     case .goodbye(.leaving), .goodbye(.shuttingDown), .local(.leaving), .local(.shuttingDown), .local(.replaced), .goodbye(.replaced):
       // Deliberate: nobody wants the session back (or a newer one replaced it).
-      resumable.remove(id)
+      resumable[id] = nil
       autoConnect[id] = nil
     default:
-      resumable.insert(id)
+      // Only what the network did makes the peer's next invitation welcome without asking:
+      // one that broke the protocol, sent an ERROR or said goodbye otherwise is asked about
+      // again (each such ending was remembered for the life of the process).
+      switch reason {
+      case .timedOut, .connectionLost, .securityFailure, .notResumed: noteResumable(id, now: now)
+      default: resumable[id] = nil
+      }
       if configuration.connectFound || peers[id]?.isRelay == true {
         autoConnect[id] = AutoConnect(nextAttempt: now + Self.backoff(afterAttempts: 1))
       }
+    }
+  }
+
+  /// How long after the network took a session its peer is welcome again without asking.
+  static let resumableWindow = Duration.seconds(600)
+  /// The most peers remembered so (the oldest go first).
+  static let maximumResumable = 4096
+
+  mutating func noteResumable(_ id: PeerID, now: Duration) {
+    resumable[id] = now
+    guard resumable.count > Self.maximumResumable else { return }
+    resumable = resumable.filter { now - $0.value <= Self.resumableWindow }
+    while resumable.count > Self.maximumResumable, let oldest = resumable.min(by: { $0.value < $1.value })?.key { resumable[oldest] = nil }
+  }
+
+  /// Whether an invitation of `id` is accepted without asking because the network took its
+  /// last session (``resumable``) not long ago. Never past the accept policy: under `.none`
+  /// only the allow-list gets in, under `.known` only verified peers (a peer taken off the
+  /// allow-list came back in this way, whenever its last session had ended with a lost
+  /// connection).
+  func acceptsAgain(_ id: PeerID, now: Duration) -> Bool {
+    guard let since = resumable[id], now - since <= Self.resumableWindow else { return false }
+    switch configuration.acceptPolicy {
+    case .none: return false
+    case .known: return configuration.verifiedPeers.contains(id)
+    case .ask, .all: return true
     }
   }
 

@@ -158,7 +158,7 @@ extension SessionStateMachine {
       return
     }
 
-    if configuration.allowList.contains(peerID) || resumable.contains(peerID) {
+    if configuration.allowList.contains(peerID) || acceptsAgain(peerID, now: now) {
       if let limit = configuration.maximumPeers, connectedCount >= limit {
         decline(id, reason: .busy, now: now, into: &actions)
       } else {

@@ -37,7 +37,7 @@ extension SessionStateMachine {
   /// Ends the session with one peer (GOODBYE `leaving`), or withdraws our invitation to it.
   package mutating func leave(_ peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
     autoConnect[peerID] = nil
-    resumable.remove(peerID)
+    resumable[peerID] = nil
     if isSuspended(peerID) {
       endSuspendedSession(peerID, reason: .local(.leaving), now: now, into: &actions)
       return

@@ -145,8 +145,10 @@ package struct SessionStateMachine: Sendable {
   package internal(set) var relayStatistics = RelayStatistics()
   /// Peers the session invites by itself, with their backoff.
   var autoConnect: [PeerID: AutoConnect] = [:]
-  /// Peers whose session was lost without a goodbye: their invitations are accepted.
-  var resumable: Set<PeerID> = []
+  /// Peers whose session the network took (a silence, a lost connection; not an ERROR or a
+  /// GOODBYE), and when: for ``resumableWindow``, their invitations are accepted without
+  /// asking, within what the accept policy allows (see ``acceptsAgain(_:now:)``).
+  var resumable: [PeerID: Duration] = [:]
   /// Sessions that outlive their connections (PROTOCOL.md 6.5).
   var reconnection = Reconnection()
   /// Peers behind the federation, sites, receipts to send again (SessionStateMachine+Federation).

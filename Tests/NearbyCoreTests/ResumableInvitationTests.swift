@@ -1,0 +1,87 @@
+import NearbyCore
+import Testing
+
+/// After the network took a session, the peer's next invitation is accepted without asking
+/// (it was in a session a moment ago) — but only for a while, only after a loss the network
+/// caused, and never past the accept policy as it is now.
+@Suite("Invitations accepted again after a lost session")
+struct ResumableInvitationTests {
+  let a = Fixture.aliceID
+  let b = Fixture.bobID
+
+  /// Alice and bob in a session (bob under `policy`, alice on his allow-list if `allowed`).
+  func connected(_ policy: AcceptPolicy, allowed: Bool = false) -> SimulatedNetwork {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: .all)
+    net.add(Fixture.bob, policy: policy) { if allowed { $0.allowList = [Fixture.aliceID] } }
+    net.discoverAll()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    if !allowed, policy == .ask { net.act(b) { m, x, now in m.accept(peer: Fixture.aliceID, now: now, into: &x) } }
+    net.run()
+    #expect(net.connectedNames(b) == ["alice"])
+    _ = net.take(a)
+    _ = net.take(b)
+    return net
+  }
+
+  /// The network takes the session (a partition longer than the grace period); alice's
+  /// process is replaced, and she invites bob again after `after`.
+  func loseAndInviteAgain(_ net: inout SimulatedNetwork, after: Duration = .zero, before change: (inout SimulatedNetwork) -> Void = { _ in }) {
+    net.partition(a, b)
+    net.advance(by: .seconds(40))
+    #expect(net.connectedNames(b).isEmpty)
+    _ = net.take(b)
+    change(&net)
+    net.advance(by: after)
+    net.add(Fixture.alice, policy: .all)
+    net.heal(a, b)
+    net.discoverAll()
+    _ = net.take(b)
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+  }
+
+  @Test func afterALossThePeerIsAcceptedWithoutAsking() {
+    var net = connected(.ask)
+    loseAndInviteAgain(&net)
+    #expect(net.take(b).map(\.kind).contains("connected"))
+  }
+
+  /// A relay's operator took alice off the allow-list: her invitation is declined, however
+  /// her last session ended. (It was accepted.)
+  @Test func aPeerTakenOffTheAllowListIsNotLetBackIn() {
+    var net = connected(.none, allowed: true)
+    loseAndInviteAgain(&net) { net in
+      net.act(Fixture.bobID) { m, _, _ in m.setAcceptPolicy(.none, allowList: []) }
+    }
+    #expect(!net.take(b).map(\.kind).contains("connected"))
+    #expect(net.take(a).contains(.declined(Fixture.bob, .notAllowed)))
+  }
+
+  /// Ten minutes later the person is asked again.
+  @Test func longAfterTheLossThePersonIsAskedAgain() {
+    var net = connected(.ask)
+    loseAndInviteAgain(&net, after: .seconds(601), before: { _ in })
+    let kinds = net.take(b).map(\.kind)
+    #expect(kinds.contains("invitation") && !kinds.contains("connected"), "\(kinds)")
+  }
+
+  /// A session that ended with the peer's ERROR is not the network's doing: asked again.
+  @Test func afterAnErrorThePersonIsAskedAgain() {
+    var net = connected(.ask)
+    let connection = net.nodes[b]!.sessionConnection(Fixture.aliceID)!
+    net.act(b) { m, x, now in
+      m.received([.error(code: .busy, message: "going")], on: connection, now: now, into: &x)
+    }
+    net.run()
+    #expect(net.connectedNames(b).isEmpty)
+    _ = net.take(b)
+    net.add(Fixture.alice, policy: .all)
+    net.discoverAll()
+    net.act(a) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    let kinds = net.take(b).map(\.kind)
+    #expect(kinds.contains("invitation") && !kinds.contains("connected"), "\(kinds)")
+  }
+}
