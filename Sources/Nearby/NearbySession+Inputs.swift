@@ -165,6 +165,13 @@ extension NearbySession {
         _ = connection.enqueue(force: true) { FrameEncoder.encode(frame, into: &$0) }
       case .sendMessage(let message, let ids):
         sendMessage(message, on: ids)
+      case .resendMessages(let messages, let id):
+        var failures: [SessionAction] = []
+        for message in messages {
+          let result = connections[id]?.sendAgain(message: message) ?? .closed
+          if result != .queued { noteFailure(message, id, result, into: &failures) }
+        }
+        if !failures.isEmpty { perform(failures) }
       case .close(let id, let mode):
         if let connector = connectors.removeValue(forKey: id) { connector.cancel() }
         if let connection = connections[id] {

@@ -362,7 +362,7 @@ extension SessionStateMachine {
     actions.append(report ? .emit(.reconnected(peer)) : .sessionMoved(peerID))
     for messageID in delivered { noteDelivered(messageID, peer, into: &actions) }
     if !missing.isEmpty {
-      for message in missing { actions.append(.sendMessage(message, [id])) }
+      actions.append(.resendMessages(missing, id))
       updateConnection(id) { $0.machine?.noteSent(now: now) }
     }
     resendRelayed(peerID, on: id, into: &actions)

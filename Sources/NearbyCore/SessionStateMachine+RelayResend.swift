@@ -167,10 +167,11 @@ extension SessionStateMachine {
     }
     inFlight.connection = id
     inFlight.resentOnResume = []
-    for envelope in inFlight.window.messages(after: nil) {
-      actions.append(.sendMessage(envelope, [id]))
+    let kept = inFlight.window.messages(after: nil)
+    for envelope in kept {
       for recipient in envelope.recipients where relayPending[envelope.id]?[recipient] == id { inFlight.resentOnResume.insert(recipient) }
     }
+    if !kept.isEmpty { actions.append(.resendMessages(kept, id)) }
     relayInFlight[relay] = inFlight
   }
 
@@ -185,6 +186,8 @@ extension SessionStateMachine {
       if inFlight.connection == route, relayInFlight[relay]?.resentOnResume.remove(peer) != nil { continue }
       for envelope in inFlight.window.messages(after: nil) where relayPending[envelope.id]?[peer] != nil { resend.append(envelope) }
     }
+    var again: [Frame.Message] = []
+    defer { if !again.isEmpty { actions.append(.resendMessages(again, route)) } }
     for envelope in resend.sorted(by: { SerialNumber.isAtOrBefore($0.id, $1.id) && $0.id != $1.id }) {
       guard let former = relayPending[envelope.id]?[peer] else { continue }
       if former != route {
@@ -193,7 +196,7 @@ extension SessionStateMachine {
         keepRelayed(envelope, on: route)
         if relayPending[envelope.id]?.values.contains(former) != true { forgetRelayed(envelope.id, on: former) }
       }
-      actions.append(.sendMessage(envelope, [route]))
+      again.append(envelope)
     }
   }
 

@@ -269,6 +269,11 @@ package enum SessionAction: Sendable {
   case send(ConnectionID, Frame)
   /// Send one message on several connections (encode it once).
   case sendMessage(Frame.Message, [ConnectionID])
+  /// Send again, in order, messages that wait for their recipients' answers (a session
+  /// resumed, a route back): queued whatever the connection's queue holds, since the resend
+  /// window they come from bounds them already. (Queued like new messages, those past the
+  /// queue's 4 MiB failed: a session that resumed with more waiting lost them.)
+  case resendMessages([Frame.Message], ConnectionID)
   case close(ConnectionID, CloseAction)
   case emit(SessionEvent)
   /// Hand a message to the application; acknowledge it (``SessionStateMachine/acknowledge(_:now:into:)``)

@@ -161,12 +161,21 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     enqueue { FrameEncoder.encodeMessage(message, into: &$0) }
   }
 
+  /// Queues a MESSAGE frame sent before and sent again (a resumed session): whatever the
+  /// queue holds, since the resend window it comes from bounds what is sent again.
+  package func sendAgain(message: Frame.Message) -> QueueResult {
+    enqueue(limit: .max) { FrameEncoder.encodeMessage(message, into: &$0) }
+  }
+
   /// Appends bytes with `encode` unless the queue is over its limit.
   /// - Parameter force: for small control frames (acknowledgements, heartbeats, goodbye):
   ///   queued up to twice the limit, so a queue full of messages cannot block them.
   package func enqueue(force: Bool = false, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
+    enqueue(limit: force ? 2 * maximumQueuedBytes : maximumQueuedBytes, encode)
+  }
+
+  private func enqueue(limit: Int, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
     var wake = false
-    let limit = force ? 2 * maximumQueuedBytes : maximumQueuedBytes
     let onLoop = loop.inLoop
     let result = outbound.withLock { state -> QueueResult in
       if state.closing || state.closed { return .closed }

@@ -153,6 +153,13 @@ struct SimulatedNetwork {
           framesSent[Link(node: node, connection: connection), default: []].append(.message(message))
           send(bytes, from: Link(node: node, connection: connection))
         }
+      case .resendMessages(let messages, let connection):
+        for message in messages {
+          framesSent[Link(node: node, connection: connection), default: []].append(.message(message))
+          var bytes: [UInt8] = []
+          FrameEncoder.encodeMessage(message, into: &bytes)
+          send(bytes, from: Link(node: node, connection: connection))
+        }
       case .close(let connection, _):
         let link = Link(node: node, connection: connection)
         guard !closed.contains(link) else { continue }

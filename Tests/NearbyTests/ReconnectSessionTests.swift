@@ -89,6 +89,35 @@ struct ReconnectSessionTests {
     try await pair.stop()
   }
 
+  /// Ten messages of 1 MiB sent while the session waits to resume: more than a
+  /// connection's send queue (4 MiB) takes at once, within the resend window (16 MiB). All
+  /// arrive once the session is back. (Those past the queue failed as the session resumed,
+  /// reported undelivered with queueFull.)
+  @Test func moreThanASendQueueWaitingForTheResumeAllArrive() async throws {
+    let pair = try await Self.pair()
+    let bob = pair.bob.peer
+    pair.link.set(.partition)
+    _ = try await pair.alice.expect("reconnecting", within: .seconds(3)) { if case .reconnecting(bob, 1) = $0 { true } else { nil } }
+    var ids: [MessageID] = []
+    for index in 0..<10 { ids.append(try await pair.alice.session.send([UInt8](repeating: UInt8(index), count: 1 << 20))) }
+    pair.link.set(.pass)
+    _ = try await pair.alice.expect("reconnected") { if case .reconnected(bob) = $0 { true } else { nil } }
+    var firsts: [UInt8] = []
+    while firsts.count < 10 {
+      firsts.append(
+        try await pair.bob.expect("message \(firsts.count + 1) of 10", within: .seconds(20)) {
+          if case .message(let message) = $0 { message.body.first } else { nil }
+        })
+    }
+    #expect(firsts == Array(0..<10))
+    for id in ids {
+      let report = await pair.alice.session.delivery(of: id)
+      #expect(report?.isDelivered == true, "\(id): \(String(describing: report))")
+    }
+    #expect(!pair.alice.events.all.contains { if case .error(.undelivered) = $0 { true } else { false } })
+    try await pair.stop()
+  }
+
   @Test func filesSentWhileTheSessionReconnectsAreOfferedWhenItIsBack() async throws {
     let pair = try await Self.pair()
     let source = FileFixtures.folder()
