@@ -242,7 +242,10 @@ package struct SessionStateMachine: Sendable {
       } else {
         record.peer.info = found.peer.info
       }
-      record.isRelay = record.isRelay || found.advertisement.isRelay
+      // Whether a peer with a session is a relay is what its HELLO said (PROTOCOL.md 4.1): a
+      // DNS-SD record, which anybody can publish with its id, does not change it (a forged
+      // `relay=1` made messages to everyone skip the peer, and one to it alone go untracked).
+      if record.session == nil, !isSuspended(id) { record.isRelay = record.isRelay || found.advertisement.isRelay }
       peers[id] = record
       actions.append(.emit(isNew ? .found(found) : .updated(found)))
       if isNew { autoConnectOnDiscovery(id) }

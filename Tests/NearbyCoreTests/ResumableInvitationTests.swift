@@ -85,3 +85,29 @@ struct ResumableInvitationTests {
     #expect(kinds.contains("invitation") && !kinds.contains("connected"), "\(kinds)")
   }
 }
+
+/// A DNS-SD record anybody can publish with a peer's id.
+@Suite("Forged discovery records")
+struct ForgedDiscoveryTests {
+  /// A record saying bob is a relay, while alice has a session with him: bob's HELLO said he
+  /// is not, and messages to everyone still reach him, tracked. (They skipped him.)
+  @Test func aRecordCannotMakeAPeerInASessionARelay() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice, policy: .all)
+    net.add(Fixture.bob, policy: .all)
+    net.discoverAll()
+    net.act(Fixture.aliceID) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    #expect(net.connectedNames(Fixture.aliceID) == ["bob"])
+    let forged = DiscoveredPeer(
+      advertisement: PeerAdvertisement(peer: Fixture.bob, isRelay: true), hostName: "mallory.local.",
+      endpoints: [Endpoint(host: "192.0.2.66", port: 1)])
+    net.act(Fixture.aliceID) { m, x, _ in m.discovered(forged, into: &x) }
+    _ = net.take(Fixture.bobID)
+    var id: MessageID = 0
+    net.act(Fixture.aliceID) { m, x, now in id = m.send(Array("to all".utf8), to: .all, timestamp: 0, now: now, into: &x) }
+    net.run()
+    #expect(net.receivedTexts(Fixture.bobID) == ["to all"])
+    #expect(net.take(Fixture.aliceID).contains(.delivered(messageID: id, to: Fixture.bob)))
+  }
+}
