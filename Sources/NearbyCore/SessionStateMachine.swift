@@ -247,7 +247,11 @@ package struct SessionStateMachine: Sendable {
       // `relay=1` made messages to everyone skip the peer, and one to it alone go untracked).
       if record.session == nil, !isSuspended(id) { record.isRelay = record.isRelay || found.advertisement.isRelay }
       peers[id] = record
-      actions.append(.emit(isNew ? .found(found) : .updated(found)))
+      // A peer in a session is reported by the name its handshake proved: a record with its
+      // id and another name retitled its conversation in the chat.
+      var shown = found
+      if record.session != nil || isSuspended(id) { shown.advertisement.peer = shown.advertisement.peer.renamed(record.peer.name) }
+      actions.append(.emit(isNew ? .found(shown) : .updated(shown)))
       if isNew { autoConnectOnDiscovery(id) }
     } else {
       var record = PeerRecord(peer: found.peer, discovered: found)

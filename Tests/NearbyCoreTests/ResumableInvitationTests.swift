@@ -110,4 +110,25 @@ struct ForgedDiscoveryTests {
     #expect(net.receivedTexts(Fixture.bobID) == ["to all"])
     #expect(net.take(Fixture.aliceID).contains(.delivered(messageID: id, to: Fixture.bob)))
   }
+
+  /// A record with bob's id and the name "alice" while carol has a session with bob: carol hears of bob by the name his handshake proved. (The record's name
+  /// retitled bob's conversation in the chat.)
+  @Test func aRecordCannotRenameAPeerInASession() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.carol, policy: .all)
+    net.add(Fixture.bob, policy: .all)
+    net.discoverAll()
+    net.act(Fixture.carolID) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
+    net.run()
+    _ = net.take(Fixture.carolID)
+    let forged = DiscoveredPeer(
+      advertisement: PeerAdvertisement(peer: Peer(id: Fixture.bobID, name: try! DisplayName("alice"))), hostName: "mallory.local.",
+      endpoints: [Endpoint(host: "192.0.2.66", port: 1)])
+    net.act(Fixture.carolID) { m, x, _ in m.discovered(forged, into: &x) }
+    let names = net.take(Fixture.carolID).compactMap { event -> String? in
+      if case .updated(let found) = event { found.peer.name.value } else { nil }
+    }
+    #expect(names == ["bob"])
+    #expect(net.connectedNames(Fixture.carolID) == ["bob"])
+  }
 }
