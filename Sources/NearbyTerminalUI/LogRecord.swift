@@ -62,15 +62,27 @@ public struct LogRecord: Hashable, Sendable {
     self.init(time: time, kind: kind, peer: peer, name: name, messageID: messageID, text: text)
   }
 
+  /// The text on one line of a history file: `\\`, tab, line feed and carriage return as
+  /// `\\`, `\t`, `\n`, `\r`, and every other character hidden by PROTOCOL.md 2.3 (escape,
+  /// C1 controls, bidirectional controls, ...) as `\u{HEX}`, so that reading the file with
+  /// `cat` or `less -R` shows a peer's escape sequences instead of running them.
   static func escape(_ text: String) -> String {
     var out = ""
-    for scalar in text.unicodeScalars {
+    let scalars = Array(text.unicodeScalars)
+    for (index, scalar) in scalars.enumerated() {
       switch scalar {
       case "\\": out += "\\\\"
       case "\t": out += "\\t"
       case "\n": out += "\\n"
       case "\r": out += "\\r"
-      default: out.unicodeScalars.append(scalar)
+      default:
+        let hidden = HiddenCharacters.isHidden(
+          scalar, after: index > 0 ? scalars[index - 1] : nil, before: index + 1 < scalars.count ? scalars[index + 1] : nil)
+        if hidden {
+          out += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+        } else {
+          out.unicodeScalars.append(scalar)
+        }
       }
     }
     return out
@@ -79,13 +91,28 @@ public struct LogRecord: Hashable, Sendable {
   static func unescape(_ text: some StringProtocol) -> String? {
     var out = ""
     var escaped = false
-    for scalar in text.unicodeScalars {
+    var scalars = text.unicodeScalars.makeIterator()
+    while let scalar = scalars.next() {
       if escaped {
         switch scalar {
         case "\\": out += "\\"
         case "t": out += "\t"
         case "n": out += "\n"
         case "r": out += "\r"
+        case "u":
+          guard scalars.next() == "{" else { return nil }
+          var hex = ""
+          var closed = false
+          while let digit = scalars.next() {
+            if digit == "}" {
+              closed = true
+              break
+            }
+            hex.unicodeScalars.append(digit)
+            guard hex.unicodeScalars.count <= 6 else { return nil }
+          }
+          guard closed, let value = UInt32(hex, radix: 16), let decoded = Unicode.Scalar(value) else { return nil }
+          out.unicodeScalars.append(decoded)
         default: return nil
         }
         escaped = false

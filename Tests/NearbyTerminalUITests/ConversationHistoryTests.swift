@@ -40,6 +40,21 @@ struct StateDirectoryFixture: ~Copyable {
     }
   }
 
+  /// A peer's escape sequences, C1 controls and bidirectional controls are written as
+  /// `\u{HEX}`: `cat` or `less -R` on a history file shows them instead of running them
+  /// (they were written raw). An emoji joined by U+200D stays as it is.
+  @Test func hiddenCharactersAreWrittenEscapedAndReadBack() {
+    let text = "\u{1B}]52;c;aGk=\u{07}\u{1B}[2J\u{9B}31m\u{202E}txt.exe 👩\u{200D}💻 \\u{41}"
+    let record = LogRecord(time: 1, kind: .received, peer: Fixtures.bob.id, name: "bob", messageID: 1, text: text)
+    let encoded = record.encoded
+    #expect(!encoded.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B || $0.value == 0x202E }, "\(encoded)")
+    #expect(encoded.contains("\\u{1B}]52") && encoded.contains("👩\u{200D}💻"), "\(encoded)")
+    #expect(LogRecord(encoded: encoded) == record)
+    for damaged in ["1\t1\tr\t-\tx\t-\t\\u{1B", "1\t1\tr\t-\tx\t-\t\\u1B}", "1\t1\tr\t-\tx\t-\t\\u{110000}", "1\t1\tr\t-\tx\t-\t\\u{1234567}"] {
+      #expect(LogRecord(encoded: damaged) == nil, "\(damaged)")
+    }
+  }
+
   @Test func logsAreKeptPerConversationWithMode0600() throws {
     let state = try StateDirectoryFixture()
     let logs = try ConversationLogs(stateDirectory: state.path)
