@@ -89,16 +89,23 @@ struct ResumableInvitationTests {
 /// A DNS-SD record anybody can publish with a peer's id.
 @Suite("Forged discovery records")
 struct ForgedDiscoveryTests {
+  /// `a` and `b`, each discovered by the other, in a session `a` began.
+  static func inSession(_ a: Peer, _ b: Peer) -> SimulatedNetwork {
+    var net = SimulatedNetwork()
+    net.add(a, policy: .all)
+    net.add(b, policy: .all)
+    net.discoverAll()
+    net.act(a.id) { m, x, now in m.invite(b.id, context: [], now: now, into: &x) }
+    net.run()
+    #expect(net.connectedNames(a.id) == [b.name.value])
+    _ = net.take(a.id)
+    return net
+  }
+
   /// A record saying bob is a relay, while alice has a session with him: bob's HELLO said he
   /// is not, and messages to everyone still reach him, tracked. (They skipped him.)
   @Test func aRecordCannotMakeAPeerInASessionARelay() {
-    var net = SimulatedNetwork()
-    net.add(Fixture.alice, policy: .all)
-    net.add(Fixture.bob, policy: .all)
-    net.discoverAll()
-    net.act(Fixture.aliceID) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
-    net.run()
-    #expect(net.connectedNames(Fixture.aliceID) == ["bob"])
+    var net = Self.inSession(Fixture.alice, Fixture.bob)
     let forged = DiscoveredPeer(
       advertisement: PeerAdvertisement(peer: Fixture.bob, isRelay: true), hostName: "mallory.local.",
       endpoints: [Endpoint(host: "192.0.2.66", port: 1)])
@@ -111,16 +118,11 @@ struct ForgedDiscoveryTests {
     #expect(net.take(Fixture.aliceID).contains(.delivered(messageID: id, to: Fixture.bob)))
   }
 
-  /// A record with bob's id and the name "alice" while carol has a session with bob: carol hears of bob by the name his handshake proved. (The record's name
-  /// retitled bob's conversation in the chat.)
+  /// A record with bob's id and the name "alice" while carol has a session with bob: carol
+  /// hears of bob by the name his handshake proved. (The record's name retitled bob's
+  /// conversation in the chat.)
   @Test func aRecordCannotRenameAPeerInASession() {
-    var net = SimulatedNetwork()
-    net.add(Fixture.carol, policy: .all)
-    net.add(Fixture.bob, policy: .all)
-    net.discoverAll()
-    net.act(Fixture.carolID) { m, x, now in m.invite(Fixture.bobID, context: [], now: now, into: &x) }
-    net.run()
-    _ = net.take(Fixture.carolID)
+    var net = Self.inSession(Fixture.carol, Fixture.bob)
     let forged = DiscoveredPeer(
       advertisement: PeerAdvertisement(peer: Peer(id: Fixture.bobID, name: try! DisplayName("alice"))), hostName: "mallory.local.",
       endpoints: [Endpoint(host: "192.0.2.66", port: 1)])

@@ -14,20 +14,13 @@ struct FileHostileOfferTests {
   /// joined to a combining mark. Everything lands inside the download folder, and nothing
   /// appears beside it.
   @Test(.timeLimit(.minutes(1))) func namesMadeToClimbOutLandInside() async throws {
-    let source = FileFixtures.folder()
     let climb = ".." + "a" + String(repeating: "\u{301}", count: 300)
     let hostile = [
       "a/\(climb)/\(climb)/.config/autostart/x.desktop", "../\u{301}x", "b/\u{301}/../../c", "a" + String(repeating: "\u{301}", count: 300),
     ]
-    for index in hostile.indices { FileFixtures.write(source + "/f\(index)", text: "file \(index)") }
     let base = FileFixtures.folder()
     let downloads = base + "/in"
-    let (alice, bob) = try await FileTransferTests.pair { $0.transferTuning.offeredNames = hostile }
-    let transfer = try await alice.session.sendFiles(at: hostile.indices.map { source + "/f\($0)" }, to: bob.peer.id)
-    let offer = try await bob.expectOffer()
-    #expect(offer.files.map(\.name) == hostile)
-    try await offer.accept(into: downloads)
-    let (end, saved) = try await bob.expectEnd(of: transfer.id)
+    let (alice, bob, end, saved) = try await FileTransferTests.sendUnderNames(hostile, into: downloads)
     #expect(end == .completed)
     // Compared as bytes: as characters, `/` and the combining mark after it are one.
     let inside = Array((downloads + "/").utf8)

@@ -290,18 +290,27 @@ struct FileTransferTests {
     try await bob.stop()
   }
 
-  @Test func hostileNamesLandInsideTheDownloadFolder() async throws {
+  /// Alice offers a file under each of `names`; bob takes them into `downloads`.
+  /// - Returns: the sessions (to stop), and how the transfer ended on bob's side.
+  static func sendUnderNames(_ names: [String], into downloads: String) async throws -> (
+    alice: RunningSession, bob: RunningSession, end: TransferEnd, saved: [TransferredFile]
+  ) {
     let source = FileFixtures.folder()
-    let long = String(repeating: "é", count: 150)  // 300 bytes
-    let hostile = ["../x", "/etc/passwd", "a\u{0}b", "CON", long + ".txt", "a/../../../b", "\u{202E}txt.exe"]
-    for index in hostile.indices { FileFixtures.write(source + "/f\(index)", text: "file \(index)") }
-    let downloads = FileFixtures.folder()
-    let (alice, bob) = try await Self.pair { $0.transferTuning.offeredNames = hostile }
-    let transfer = try await alice.session.sendFiles(at: hostile.indices.map { source + "/f\($0)" }, to: bob.peer.id)
+    for index in names.indices { FileFixtures.write(source + "/f\(index)", text: "file \(index)") }
+    let (alice, bob) = try await Self.pair { $0.transferTuning.offeredNames = names }
+    let transfer = try await alice.session.sendFiles(at: names.indices.map { source + "/f\($0)" }, to: bob.peer.id)
     let offer = try await bob.expectOffer()
-    #expect(offer.files.map(\.name) == hostile)
+    #expect(offer.files.map(\.name) == names)
     try await offer.accept(into: downloads)
     let (end, saved) = try await bob.expectEnd(of: transfer.id)
+    return (alice, bob, end, saved)
+  }
+
+  @Test func hostileNamesLandInsideTheDownloadFolder() async throws {
+    let long = String(repeating: "é", count: 150)  // 300 bytes
+    let hostile = ["../x", "/etc/passwd", "a\u{0}b", "CON", long + ".txt", "a/../../../b", "\u{202E}txt.exe"]
+    let downloads = FileFixtures.folder()
+    let (alice, bob, end, saved) = try await Self.sendUnderNames(hostile, into: downloads)
     #expect(end == .completed)
     let names = saved.map { String($0.path.dropFirst(downloads.count + 1)) }
     let shortened = String(repeating: "é", count: 98) + ".txt"
