@@ -212,10 +212,21 @@ extension SessionStateMachine {
 
   // MARK: Attempts (the connector)
 
-  /// Dials the peer again: its discovered endpoints, or the ones that reached it last.
+  /// The most endpoints a reconnecting session keeps for its peer.
+  static let maximumReconnectEndpoints = 16
+
+  /// Dials the peer again: its discovered endpoints, then the ones dialled before, each
+  /// attempt starting from the next of them.
+  ///
+  /// A DNS-SD record anybody can publish with the peer's id may name another host, whose
+  /// handshake then ends the attempt: with the discovered endpoints alone, first in every
+  /// attempt, such a record sent each attempt there until the grace period ended the
+  /// session.
   mutating func startReconnectAttempt(_ peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
     guard var session = reconnection.sessions[peerID], var suspension = session.suspension, suspension.attempt == nil else { return }
-    if let discovered = peers[peerID]?.discovered?.endpoints, !discovered.isEmpty { session.endpoints = discovered }
+    if let discovered = peers[peerID]?.discovered?.endpoints, !discovered.isEmpty {
+      session.endpoints = Array((discovered + session.endpoints.filter { !discovered.contains($0) }).prefix(Self.maximumReconnectEndpoints))
+    }
     suspension.attempts += 1
     suspension.nextAttempt = nil
     if let peer = peers[peerID]?.peer { actions.append(.emit(.reconnecting(peer, attempt: suspension.attempts))) }
@@ -223,9 +234,11 @@ extension SessionStateMachine {
       suspension.nextAttempt = now + Self.reconnectBackoff(afterAttempts: suspension.attempts)
     } else {
       let connection = reserveConnectionID()
-      connections[connection] = ConnectionRecord(direction: .outbound, peerID: peerID, invite: nil, endpoints: session.endpoints)
+      let first = (suspension.attempts - 1) % session.endpoints.count
+      let endpoints = Array(session.endpoints[first...] + session.endpoints[..<first])
+      connections[connection] = ConnectionRecord(direction: .outbound, peerID: peerID, invite: nil, endpoints: endpoints)
       suspension.attempt = connection
-      actions.append(.connect(connection, session.endpoints))
+      actions.append(.connect(connection, endpoints))
     }
     session.suspension = suspension
     reconnection.sessions[peerID] = session

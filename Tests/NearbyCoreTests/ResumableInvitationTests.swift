@@ -133,4 +133,22 @@ struct ForgedDiscoveryTests {
     #expect(names == ["bob"])
     #expect(net.connectedNames(Fixture.carolID) == ["bob"])
   }
+
+  /// While alice's session with bob waits to resume, a record names mallory's host for bob's
+  /// id: alice's attempts take turns between that address and bob's last one, and the
+  /// session resumes. (Every attempt went to mallory, whose handshake is not bob's, until
+  /// the grace period ended the session.)
+  @Test func aRecordNamingAnotherHostCannotStopASessionFromResuming() {
+    var net = Self.inSession(Fixture.alice, Fixture.bob)
+    net.add(Fixture.carol, policy: .all)
+    net.partition(Fixture.aliceID, Fixture.bobID)
+    net.advance(by: .seconds(3))
+    let forged = DiscoveredPeer(
+      advertisement: PeerAdvertisement(peer: Fixture.bob), hostName: "carol.local.", endpoints: [Endpoint(host: Fixture.carolID.hex, port: 1)])
+    net.act(Fixture.aliceID) { m, x, _ in m.discovered(forged, into: &x) }
+    net.heal(Fixture.aliceID, Fixture.bobID)
+    net.advance(by: .seconds(10))
+    #expect(net.take(Fixture.aliceID).contains(.reconnected(Fixture.bob)))
+    #expect(net.connectedNames(Fixture.aliceID) == ["bob"])
+  }
 }
