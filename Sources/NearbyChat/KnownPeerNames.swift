@@ -88,11 +88,23 @@ public struct KnownPeerNames: Sendable {
     return looksAlike(peer) ? "\(name) (\(peer.id.shortHex))" : name
   }
 
-  /// Equal ignoring case, or the same skeleton ignoring case.
+  /// Equal ignoring case, or the same skeleton ignoring case; and the same for the name's
+  /// stem, what comes before a `(`, `:` or `,`. A name is shown before those marks (`bob
+  /// (5e6f7a8b): hi`, `/who`'s `bob (5e6f7a8b), carol`), so a peer named `bob (5e6f7a8b)`,
+  /// or `alice: I agree`, read as bob or alice and was no look-alike of either.
   static func keys(_ name: String) -> [String] {
-    let folded = name.lowercased()
-    let skeleton = NameSkeleton.key(name)
-    return skeleton == folded ? [folded] : [folded, skeleton]
+    var keys: [String] = []
+    func add(_ text: String) {
+      for key in [text.lowercased(), NameSkeleton.key(text)] where !keys.contains(key) { keys.append(key) }
+    }
+    add(name)
+    if let mark = name.firstIndex(where: { $0 == "(" || $0 == ":" || $0 == "," }) {
+      var stem = name[..<mark]
+      while stem.last?.isWhitespace == true { stem.removeLast() }
+      while stem.first?.isWhitespace == true { stem.removeFirst() }
+      if !stem.isEmpty { add(String(stem)) }
+    }
+    return keys
   }
 
   private mutating func unindex(_ id: PeerID, _ keys: [String]) {

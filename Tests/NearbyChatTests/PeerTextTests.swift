@@ -83,7 +83,22 @@ struct PeerTextTests {
     #expect(names.label(b) == "\(second) (\(b.id.shortHex))")
   }
 
-  @Test("names that do not look alike", arguments: [("bob", "rob"), ("alice", "alicia"), ("ian", "lan"), ("anna", "аnnа2")])
+  /// Names shaped like a label: shown as `bob (9c1e2f3a)`, `alice: I agree` or `bob, eve`,
+  /// they read as bob or alice, so they are look-alikes of them, and both show their ids.
+  @Test(
+    "names that read as another's label",
+    arguments: [("bob", "bob (9c1e2f3a)"), ("alice", "alice: I agree"), ("bob", "bob, eve"), ("bob", "Bоb (x)")])
+  func labelShapedNames(_ first: String, _ second: String) {
+    var names = KnownPeerNames()
+    let a = Self.peer(first, 1)
+    let b = Self.peer(second, 2)
+    names.note(a)
+    names.note(b)
+    #expect(names.looksAlike(a) && names.looksAlike(b))
+    #expect(names.label(b) == "\(second) (\(b.id.shortHex))")
+  }
+
+  @Test("names that do not look alike", arguments: [("bob", "rob"), ("alice", "alicia"), ("ian", "lan"), ("anna", "аnnа2"), ("bob", "rob (bob)")])
   func different(_ first: String, _ second: String) {
     var names = KnownPeerNames()
     names.note(Self.peer(first, 1))
