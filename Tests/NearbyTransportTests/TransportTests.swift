@@ -90,10 +90,9 @@ struct TransportTests {
   @Test func connectTriesEachEndpointAndReportsEveryFailure() async throws {
     let loop = try EventLoop()
     let collector = EventCollector()
-    // A port nobody listens on: bind one and close it.
-    let probe = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: collector.nextID, sink: collector.sink)
-    let deadPort = probe.port
-    probe.close()
+    // A port nobody listens on, and nobody can take while the test runs: bound, not listening.
+    let (dead, deadPort) = try LoopbackSocket.refusing()
+    defer { close(dead) }
     let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: collector.nextID, sink: collector.sink)
     _ = TCPConnector.connect(
       ConnectionID(1 << 40),
