@@ -19,6 +19,17 @@ package enum LoopbackSocket {
   /// - Returns: the descriptor (the caller closes it) and the port.
   /// - Throws: ``WaitError`` naming the call that failed and its errno.
   package static func listening(backlog: Int32 = 16, reuseAddress: Bool = false) throws -> (fd: Int32, port: UInt16) {
+    try bound(listening: backlog, reuseAddress: reuseAddress)
+  }
+
+  /// A port of 127.0.0.1 that refuses connections for as long as the returned descriptor
+  /// is open: bound, never listening. (A port bound and closed again can be taken by
+  /// another test of a parallel run, which then accepts the connection.)
+  /// - Returns: the descriptor (the caller closes it) and the port.
+  package static func refusing() throws -> (fd: Int32, port: UInt16) { try bound(listening: nil) }
+
+  /// A socket bound to a free port of 127.0.0.1, listening with `backlog` unless it is nil.
+  private static func bound(listening backlog: Int32?, reuseAddress: Bool = false) throws -> (fd: Int32, port: UInt16) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw WaitError(description: "socket failed: errno \(errno)") }
     if reuseAddress {
@@ -30,31 +41,7 @@ package enum LoopbackSocket {
     let failed = withUnsafeMutablePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> String? in
         if bind(fd, pointer, length) != 0 { return "bind" }
-        if listen(fd, backlog) != 0 { return "listen" }
-        if getsockname(fd, pointer, &length) != 0 { return "getsockname" }
-        return nil
-      }
-    }
-    if let failed {
-      let code = errno
-      close(fd)
-      throw WaitError(description: "listening on 127.0.0.1: \(failed) failed: errno \(code)")
-    }
-    return (fd, UInt16(bigEndian: address.sin_port))
-  }
-
-  /// A port of 127.0.0.1 that refuses connections for as long as the returned descriptor
-  /// is open: bound, never listening. (A port bound and closed again can be taken by
-  /// another test of a parallel run, which then accepts the connection.)
-  /// - Returns: the descriptor (the caller closes it) and the port.
-  package static func refusing() throws -> (fd: Int32, port: UInt16) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw WaitError(description: "socket failed: errno \(errno)") }
-    var address = address(port: 0)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let failed = withUnsafeMutablePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> String? in
-        if bind(fd, pointer, length) != 0 { return "bind" }
+        if let backlog, listen(fd, backlog) != 0 { return "listen" }
         if getsockname(fd, pointer, &length) != 0 { return "getsockname" }
         return nil
       }
