@@ -101,15 +101,10 @@ extension SessionStateMachine {
     let limits = configuration.rosterLimits
     // A rate limit on ROSTER frames (a token bucket): an honest relay sends one per change of
     // its peers, batched; a flood closes the connection before it costs the others anything.
-    let refilled = connections[id]?.rosterRefilled ?? now
-    var tokens = min(Double(limits.burst), (connections[id]?.rosterTokens ?? 0) + Self.seconds(now - refilled) * limits.framesPerSecond)
-    connections[id]?.rosterRefilled = now
-    guard tokens >= 1 else {
+    guard connections[id]?.rosterTokens.take(burst: Double(limits.burst), perSecond: limits.framesPerSecond, now: now) == true else {
       rosterLimitExceeded(id, "more than \(limits.burst) ROSTER frames at once, or \(Int(limits.framesPerSecond)) a second", now: now, into: &actions)
       return
     }
-    tokens -= 1
-    connections[id]?.rosterTokens = tokens
     noteSites(roster)
     var changed: [PeerID] = []
     if roster.kind == .full {
@@ -182,10 +177,6 @@ extension SessionStateMachine {
     if record.session == nil { record.peer = record.peer.renamed(entry.peer.name) }
   }
 
-  static func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
-  }
-
   /// How many reports of tampering one relay connection may make at once, and per second
   /// after that (``reportTampering(on:origin:detail:now:into:)``).
   package static let tamperingReports = (burst: 16, perSecond: 1.0)
@@ -197,15 +188,12 @@ extension SessionStateMachine {
   /// unknown origins.) ``relayStatistics`` counts them all.
   mutating func reportTampering(on id: ConnectionID, origin: PeerID, detail: String, now: Duration, into actions: inout [SessionAction]) {
     guard let record = connections[id] else { return }
-    let refilled = record.tamperingRefilled ?? now
-    let tokens = min(Double(Self.tamperingReports.burst), record.tamperingTokens + Self.seconds(now - refilled) * Self.tamperingReports.perSecond)
-    connections[id]!.tamperingRefilled = now
-    guard tokens >= 1 else {
-      connections[id]!.tamperingTokens = tokens
+    let shown = connections[id]!.tamperingTokens.take(
+      burst: Double(Self.tamperingReports.burst), perSecond: Self.tamperingReports.perSecond, now: now)
+    guard shown else {
       connections[id]!.tamperingHidden += 1
       return
     }
-    connections[id]!.tamperingTokens = tokens - 1
     let hidden = record.tamperingHidden
     connections[id]!.tamperingHidden = 0
     let more = hidden == 0 ? "" : " (and \(hidden) more from this relay that were not shown)"
@@ -248,13 +236,8 @@ extension SessionStateMachine {
   /// Takes `frames` of the connection's pace (``rosterPace``). - Returns: whether it had
   /// them (with `evenIfShort`, they are taken anyway, down to none).
   mutating func takeRosterTokens(_ frames: Int, on connection: ConnectionID, now: Duration, evenIfShort: Bool = false) -> Bool {
-    guard let record = connections[connection] else { return false }
-    let refilled = record.rosterSendRefilled ?? now
-    let tokens = min(Double(Self.rosterPace.burst), record.rosterSendTokens + Self.seconds(now - refilled) * Self.rosterPace.framesPerSecond)
-    connections[connection]!.rosterSendRefilled = now
-    let enough = tokens >= Double(frames)
-    connections[connection]!.rosterSendTokens = enough || evenIfShort ? max(0, tokens - Double(frames)) : tokens
-    return enough
+    connections[connection]?.rosterSendTokens.take(
+      Double(frames), burst: Double(Self.rosterPace.burst), perSecond: Self.rosterPace.framesPerSecond, now: now, evenIfShort: evenIfShort) ?? false
   }
 
   /// Roster changes for one peer of ours (we are its relay): sent now while the pace allows

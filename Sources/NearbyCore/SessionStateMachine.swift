@@ -72,21 +72,18 @@ package struct SessionStateMachine: Sendable {
     var authenticated: AuthenticatedPeer?
     /// A relay's connection: the peers we reach through it (routes it gave us).
     var rosterRoutes = 0
-    /// A relay's connection: ROSTER frames it may still send now (``RosterLimits``).
-    var rosterTokens = Double(RosterLimits().burst)
-    var rosterRefilled: Duration?
-    /// Our ROSTER frames to this peer (when we are a relay): frames we may send now (see
-    /// ``SessionStateMachine/rosterPace``), when they were counted, and the entries of peers
-    /// whose changes wait to go together (the latest of each).
-    var rosterSendTokens = Double(SessionStateMachine.rosterPace.burst)
-    var rosterSendRefilled: Duration?
+    /// A relay's connection: ROSTER frames it may still send us (``RosterLimits``).
+    var rosterTokens = TokenBucket()
+    /// Our ROSTER frames to this peer (when we are a relay): those we may send now (see
+    /// ``SessionStateMachine/rosterPace``), and the entries of peers whose changes wait to go
+    /// together (the latest of each).
+    var rosterSendTokens = TokenBucket()
     var rosterWaiting: [PeerID: Frame.Roster.Entry] = [:]
     /// When the peer's last VERIFY was shown (at most one each ``verificationRequestInterval``).
     var verificationShown: Duration?
-    /// Reports of this relay's tampering it may still make (a token bucket, see
+    /// Reports of this relay's tampering it may still make (see
     /// ``SessionStateMachine/tamperingReports``), and how many were not shown since the last.
-    var tamperingTokens = Double(SessionStateMachine.tamperingReports.burst)
-    var tamperingRefilled: Duration?
+    var tamperingTokens = TokenBucket()
     var tamperingHidden = 0
   }
 
