@@ -30,7 +30,8 @@ enum TransportProbe {
         switch event {
         case .accepted(let c): server = c
         case .frames(_, let frames):
-          for frame in frames { _ = server?.send(frame) }
+          // Queued on the loop, the only thread that touches a connection.
+          if let server { loop.execute { for frame in frames { _ = server.send(frame) } } }
         default: break
         }
       }
@@ -38,9 +39,10 @@ enum TransportProbe {
     var times: [Duration] = []
     let clock = ContinuousClock()
     let frame = Frame.ping(nonce: 1)
+    let connection = client!
     for _ in 0..<rounds {
       let start = clock.now
-      _ = client!.send(frame)
+      loop.execute { _ = connection.send(frame) }
       while let event = await clientEvents.next() {
         if case .frames = event { break }
       }

@@ -181,6 +181,18 @@ package final class EventLoop: @unchecked Sendable {
     _ = submit(.closure(work))
   }
 
+  /// Runs `work` on the loop thread and returns what it returns: for callers on other
+  /// threads (tests, tools) of what only the loop thread may touch, such as a connection's
+  /// queue. - Returns: `nil`, without running `work`, when the loop is stopping.
+  package func perform<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value? {
+    if inLoop { return work() }
+    return await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
+      let taken = Mutex(Optional(continuation))
+      let queued = submit(.closure { taken.withLock { $0.take() }?.resume(returning: work()) })
+      if !queued { taken.withLock { $0.take() }?.resume(returning: nil) }
+    }
+  }
+
   /// Queues `work` for the loop thread. - Returns: `false` when the loop is stopping, except
   /// for a closure queued by the loop thread: its last iterations run those (a connection
   /// that a handler of the last iteration closed at once was left open, with its descriptor,

@@ -2,7 +2,6 @@ import CNearbySystem
 import NearbyCore
 import NearbyCrypto
 import NearbySystem
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -24,7 +23,7 @@ extension TCPConnection {
   /// answers a failed handshake) ahead of anything queued later, and writes them.
   func writeRaw(_ bytes: [UInt8]) {
     guard !bytes.isEmpty, isOpen else { return }
-    outbound.withLock { $0.queuedBytes += bytes.count }
+    queue.queuedUnsealed(bytes.count)
     writing.append(contentsOf: bytes)
     flush()
   }
@@ -69,19 +68,7 @@ extension TCPConnection {
       switch result {
       case .success(.done(let written)):
         writeOffset += written
-        let notify = outbound.withLock { state -> Bool in
-          state.queuedBytes -= written
-          if state.wasFull && state.queuedBytes < maximumQueuedBytes / 2 {
-            state.wasFull = false
-            state.lowWater = 0
-            return true
-          }
-          if state.lowWater > 0 && state.queuedBytes < state.lowWater {
-            state.lowWater = 0
-            return true
-          }
-          return false
-        }
+        let notify = queue.wrote(written)
         if notify { sink(.writable(id)) }
       case .success(.wouldBlock):
         if watching & NEARBY_EPOLLOUT == 0 {
@@ -96,9 +83,9 @@ extension TCPConnection {
     }
   }
 
-  /// Moves what other threads queued into ``writing``: sealed into records (as much as is
-  /// queued in one go, up to 64 KiB per record) once the handshake is done, then the CLOSE
-  /// record and the shutdown of the write side when the connection is closing.
+  /// Moves what is queued into ``writing``, as ``SendQueue`` says: sealed into records (as
+  /// much as is queued in one go, up to 64 KiB per record) once the handshake is done, then
+  /// the CLOSE record and the shutdown of the write side when the connection is closing.
   /// - Returns: whether there is something to write.
   ///
   /// Nothing queued is ever written in plaintext: before the handshake completes, frames
@@ -106,43 +93,25 @@ extension TCPConnection {
   /// failed. (The one plaintext frame of that phase, ERROR, goes through
   /// ``sendPlaintextError(_:)``.)
   private func takeQueued() -> Bool {
-    guard let sealer = channel.sealer else {
-      let shutdown = outbound.withLock { state -> Bool in
-        state.flushScheduled = false
-        return state.shutdownAfterFlush && channel.failed
-      }
-      if shutdown { shutDownWriting() }
-      return false
-    }
-    let (taken, shutdown) = outbound.withLock { state -> (Bool, Bool) in
-      if state.buffer.isEmpty {
-        state.flushScheduled = false
-        return (false, state.shutdownAfterFlush)
-      }
-      swap(&state.buffer, &sealing)
-      state.queuedBytes += RecordSealer.sealedCount(plaintextCount: sealing.count) - sealing.count
-      return (true, false)
-    }
-    if taken {
-      sealing.withUnsafeBytes { sealer.seal($0, into: &writing) }
+    let sealer = channel.sealer
+    switch queue.nextBatch(canSeal: sealer != nil, handshakeFailed: channel.failed, swappingWith: &sealing) {
+    case .seal:
+      let before = writing.count
+      sealing.withUnsafeBytes { sealer!.seal($0, into: &writing) }
+      queue.sealed(plaintextCount: sealing.count, sealedCount: writing.count - before)
       sealing.removeAll(keepingCapacity: sealing.capacity <= bufferCapacityLimit)
       return true
-    }
-    guard shutdown else { return false }
-    if !closeRecordSent {
-      closeRecordSent = true
+    case .closeRecord:
       let before = writing.count
-      sealer.close(into: &writing)
-      outbound.withLock { $0.queuedBytes += writing.count - before }
+      sealer!.close(into: &writing)
+      queue.sealed(plaintextCount: 0, sealedCount: writing.count - before)
       return true
+    case .shutDown:
+      _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+      return false
+    case .idle:
+      return false
     }
-    shutDownWriting()
-    return false
-  }
-
-  private func shutDownWriting() {
-    outbound.withLock { $0.shutdownAfterFlush = false }
-    _ = Glibc.shutdown(fd, Int32(SHUT_WR))
   }
 
   /// The largest buffer capacity kept between batches: a full queue, sealed.

@@ -2,7 +2,6 @@ import CNearbySystem
 import NearbyCore
 import NearbyCrypto
 import NearbySystem
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -281,11 +280,7 @@ extension TCPConnection {
   func closeNow() {
     guard isOpen else { return }
     isOpen = false
-    outbound.withLock { state in
-      state.closed = true
-      state.buffer = []
-      state.queuedBytes = 0
-    }
+    queue.closed()
     loop.deregister(fd)
     Glibc.close(fd)
     decoder.reset()

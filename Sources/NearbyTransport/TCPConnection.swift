@@ -1,7 +1,6 @@
 import CNearbySystem
 import NearbyCore
 import NearbySystem
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -41,9 +40,10 @@ package typealias TransportSink = @Sendable (TransportEvent) -> Void
 /// (PROTOCOL.md, version 2: there is no plaintext mode).
 ///
 /// It starts with the handshake of ``SecureChannel``; once the peer is authenticated
-/// (``TransportEvent/authenticated(_:_:)``), frames travel in records. Any thread may queue
-/// frames; the loop thread seals what is queued into records and writes them, many frames
-/// per record and per `send(2)`, and opens and decodes what arrives. The send queue is
+/// (``TransportEvent/authenticated(_:_:)``), frames travel in records. Everything happens on
+/// the loop's thread, which alone owns the connection: its owner queues frames there, and
+/// the loop seals what is queued into records and writes them, many frames per record and
+/// per `send(2)` (``SendQueue`` decides what goes next), and opens and decodes what arrives. The send queue is
 /// bounded: a frame that does not fit is refused, so a peer that stops reading costs
 /// bounded memory. Frames queued before the handshake completes wait for it.
 package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
@@ -56,21 +56,6 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     case closed
   }
 
-  struct Outbound {
-    /// Encoded frames (plaintext) not yet sealed.
-    var buffer: [UInt8] = []
-    /// Bytes queued and not yet written: the plaintext of `buffer` plus the sealed bytes the
-    /// loop is writing.
-    var queuedBytes = 0
-    var flushScheduled = false
-    var closing = false
-    var shutdownAfterFlush = false
-    var closed = false
-    var wasFull = false
-    /// Report ``TransportEvent/writable(_:)`` once fewer bytes than this are queued (0: no).
-    var lowWater = 0
-  }
-
   package let id: ConnectionID
   package let remote: SocketAddress
   package let loop: EventLoop
@@ -80,9 +65,10 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   let limits: ReceiveLimits
   let fd: Int32
   let sink: TransportSink
-  let outbound = Mutex(Outbound())
 
   // Loop thread only.
+  /// What is queued to send, and what to write next.
+  @exclusivity(unchecked) var queue: SendQueue
   /// Its large buffers are mapped: see ``BufferAllocator/mappingLarge``.
   let decoder = FrameDecoder(allocator: .mappingLarge)
   // The stored properties below are `@exclusivity(unchecked)`: only the loop thread uses them,
@@ -92,9 +78,8 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// Bytes on their way to the socket: handshake messages, then records.
   @exclusivity(unchecked) var writing: [UInt8] = []
   @exclusivity(unchecked) var writeOffset = 0
-  /// Queued plaintext taken from ``outbound`` to be sealed.
+  /// Queued plaintext taken from ``queue`` to be sealed.
   @exclusivity(unchecked) var sealing: [UInt8] = []
-  @exclusivity(unchecked) var closeRecordSent = false
   /// Flushes in a row that wrote little (the write buffers shrink after a few).
   @exclusivity(unchecked) var lightFlushes = 0
   @exclusivity(unchecked) var watching: UInt32 = 0
@@ -129,6 +114,7 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     self.loop = loop
     self.sink = sink
     self.maximumQueuedBytes = maximumQueuedBytes
+    queue = SendQueue(limit: maximumQueuedBytes)
     switch role {
     case .initiator(let expected): channel = SecureChannel(security: security, role: .initiator(expecting: expected))
     case .responder: channel = SecureChannel(security: security, role: .responder)
@@ -144,30 +130,31 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
     writeRaw(channel.start())
   }
 
-  // MARK: Sending (any thread)
+  // MARK: Sending (loop thread)
 
-  /// Queues one encoded frame.
+  /// Queues one encoded frame. Loop thread only.
   package func send(_ frame: Frame) -> QueueResult {
     enqueue { FrameEncoder.encode(frame, into: &$0) }
   }
 
-  /// Queues bytes that are already encoded frames.
+  /// Queues bytes that are already encoded frames. Loop thread only.
   package func send(encoded bytes: [UInt8]) -> QueueResult {
     enqueue { $0.append(contentsOf: bytes) }
   }
 
-  /// Queues a MESSAGE frame, encoding it straight into the send buffer.
+  /// Queues a MESSAGE frame, encoding it straight into the send buffer. Loop thread only.
   package func send(message: Frame.Message) -> QueueResult {
     enqueue { FrameEncoder.encodeMessage(message, into: &$0) }
   }
 
   /// Queues a MESSAGE frame sent before and sent again (a resumed session): whatever the
-  /// queue holds, since the resend window it comes from bounds what is sent again.
+  /// queue holds, since the resend window it comes from bounds what is sent again. Loop
+  /// thread only.
   package func sendAgain(message: Frame.Message) -> QueueResult {
     enqueue(limit: .max) { FrameEncoder.encodeMessage(message, into: &$0) }
   }
 
-  /// Appends bytes with `encode` unless the queue is over its limit.
+  /// Appends bytes with `encode` unless the queue is over its limit. Loop thread only.
   /// - Parameter force: for small control frames (acknowledgements, heartbeats, goodbye):
   ///   queued up to twice the limit, so a queue full of messages cannot block them.
   package func enqueue(force: Bool = false, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
@@ -175,78 +162,55 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   }
 
   private func enqueue(limit: Int, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
-    var wake = false
-    let onLoop = loop.inLoop
-    let result = outbound.withLock { state -> QueueResult in
-      if state.closing || state.closed { return .closed }
-      if state.queuedBytes >= limit {
-        state.wasFull = true
-        return .full
-      }
-      let before = state.buffer.count
-      encode(&state.buffer)
-      state.queuedBytes += state.buffer.count - before
-      if !state.flushScheduled {
-        state.flushScheduled = true
-        wake = true
-      }
+    precondition(loop.inLoop, "a connection's frames are queued on its event loop")
+    switch queue.enqueue(limit: limit, encode) {
+    case .queued(let scheduleFlush):
+      // Everything queued during this loop iteration goes out in one write at its end.
+      if scheduleFlush { loop.flushAfterIteration(self) }
       return .queued
+    case .full: return .full
+    case .closed: return .closed
     }
-    if wake {
-      if onLoop {
-        // Everything queued during this loop iteration goes out in one write at its end.
-        loop.flushAfterIteration(self)
-      } else {
-        loop.execute { [self] in flush() }
-      }
-    }
-    return result
   }
 
-  /// Bytes waiting to be written.
-  package var queuedBytes: Int { outbound.withLock { $0.queuedBytes } }
+  /// Bytes waiting to be written. Loop thread only.
+  package var queuedBytes: Int {
+    precondition(loop.inLoop, "a connection's queue is read on its event loop")
+    return queue.queuedBytes
+  }
 
   /// Asks for a ``TransportEvent/writable(_:)`` once the queue has drained below half its
-  /// limit. - Returns: `false` if it already has (nothing will be reported then).
+  /// limit. - Returns: `false` if it already has (nothing will be reported then). Loop
+  /// thread only.
   package func notifyWhenWritable() -> Bool {
-    outbound.withLock { state in
-      if state.closed || state.closing { return false }
-      if state.queuedBytes < maximumQueuedBytes / 2 { return false }
-      state.wasFull = true
-      return true
-    }
+    precondition(loop.inLoop, "a connection's queue is watched on its event loop")
+    return queue.notifyWhenWritable()
   }
 
   /// Asks for a ``TransportEvent/writable(_:)`` once fewer than `threshold` bytes are queued
   /// (file transfers keep the queue short: NearbySession+FileSending.swift).
-  /// - Returns: `false` if that is already so (nothing will be reported then).
+  /// - Returns: `false` if that is already so (nothing will be reported then). Loop thread
+  ///   only.
   package func notifyWhenQueued(below threshold: Int) -> Bool {
-    outbound.withLock { state in
-      if state.closed || state.closing || state.queuedBytes < threshold { return false }
-      state.lowWater = max(state.lowWater, threshold)
-      return true
-    }
+    precondition(loop.inLoop, "a connection's queue is watched on its event loop")
+    return queue.notifyWhenQueued(below: threshold)
   }
 
   /// Closes the connection: `.now` drops what is queued; `.shutdownAndLinger` writes what is
   /// queued, shuts down the write side and discards what still arrives until the peer closes.
+  /// On the loop thread, nothing more is queued from the call on and the socket closes after
+  /// the current job; from another thread, all of it happens in a job of the loop.
   package func close(_ mode: CloseAction) {
-    let proceed = outbound.withLock { state -> Bool in
-      if state.closed { return false }
-      switch mode {
-      case .now: state.closed = true
-      case .shutdownAndLinger:
-        if state.closing { return false }
-        state.closing = true
-        state.shutdownAfterFlush = true
-      }
-      return true
+    guard loop.inLoop else {
+      loop.execute { [self] in close(mode) }
+      return
     }
-    guard proceed else { return }
+    guard let step = queue.close(mode) else { return }
+    // Not at once: the caller may be in the middle of this connection's read turn.
     loop.execute { [self] in
-      switch mode {
-      case .now: closeNow()
-      case .shutdownAndLinger:
+      switch step {
+      case .closeNow: closeNow()
+      case .flushAndLinger:
         discarding = true
         flush()
       }

@@ -33,7 +33,8 @@ struct ReceiveLimitTests {
     let client = EventCollector()
     let (loop, listener, outbound, inbound) = try await Self.pair(limits: ReceiveLimits(framesPerTurn: 100), server: server, client: client)
     let count = 20_000
-    for index in 0..<count { #expect(outbound.send(.ping(nonce: UInt64(index))) == .queued) }
+    let results = await loop.perform { (0..<count).map { outbound.send(.ping(nonce: UInt64($0))) } }
+    #expect(results?.allSatisfy { $0 == .queued } == true)
     var received: [UInt64] = []
     var largest = 0
     while received.count < count {
@@ -57,7 +58,8 @@ struct ReceiveLimitTests {
     // nothing more will make the socket readable.
     var bytes: [UInt8] = []
     for index in 0..<50 { FrameEncoder.encode(.ping(nonce: UInt64(index)), into: &bytes) }
-    #expect(outbound.send(encoded: bytes) == .queued)
+    let queued = await loop.perform { [bytes] in outbound.send(encoded: bytes) }
+    #expect(queued == .queued)
     var received = 0
     while received < 50 {
       let batch = try await server.next { if case .frames(_, let frames) = $0 { frames } else { nil } }
@@ -82,7 +84,8 @@ struct ReceiveLimitTests {
     var bytes: [UInt8] = []
     for _ in 0..<3 { FrameEncoder.encode(.roster(Frame.Roster(kind: .add, entries: entries)), into: &bytes) }
     for index in 0..<10 { FrameEncoder.encode(.ping(nonce: UInt64(index)), into: &bytes) }
-    #expect(outbound.send(encoded: bytes) == .queued)
+    let queued = await loop.perform { [bytes] in outbound.send(encoded: bytes) }
+    #expect(queued == .queued)
     var batches: [[Frame]] = []
     while batches.joined().count < 13 {
       batches.append(try await server.next { if case .frames(_, let frames) = $0 { frames } else { nil } })
@@ -111,7 +114,8 @@ struct ReceiveLimitTests {
     }
     // A run of reads, one message each (a request waits for its answer).
     for nonce in UInt64(1)...20 {
-      #expect(outbound.send(.ping(nonce: nonce)) == .queued)
+      let queued = await loop.perform { outbound.send(.ping(nonce: nonce)) }
+      #expect(queued == .queued)
       _ = try await server.next { if case .frames(_, let frames) = $0, frames.contains(.ping(nonce: nonce)) { true } else { nil } }
     }
     guard backToBack else {
@@ -128,7 +132,8 @@ struct ReceiveLimitTests {
         inbound.trimIfIdle()
         return inbound.recordBufferBytes
       } > 0, "read since the last trim: kept")
-    #expect(outbound.send(.ping(nonce: 21)) == .queued)
+    let queued = await loop.perform { outbound.send(.ping(nonce: 21)) }
+    #expect(queued == .queued)
     _ = try await server.next { if case .frames(_, let frames) = $0, frames.contains(.ping(nonce: 21)) { true } else { nil } }
     #expect(
       await onLoop {
@@ -141,7 +146,8 @@ struct ReceiveLimitTests {
         return inbound.recordBufferBytes
       } == 0, "idle since the last trim: freed")
     // And it reads on as before.
-    #expect(outbound.send(.ping(nonce: 22)) == .queued)
+    let queuedAgain = await loop.perform { outbound.send(.ping(nonce: 22)) }
+    #expect(queuedAgain == .queued)
     _ = try await server.next { if case .frames(_, let frames) = $0, frames.contains(.ping(nonce: 22)) { true } else { nil } }
     outbound.close(.now)
     inbound.close(.now)

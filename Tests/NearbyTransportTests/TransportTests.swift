@@ -30,7 +30,7 @@ struct TransportTests {
         done.resume()
       }
     }
-    for index in 0..<100 { _ = outbound.send(.ping(nonce: UInt64(index))) }
+    _ = await loop.perform { for index in 0..<100 { _ = outbound.send(.ping(nonce: UInt64(index))) } }
     try await Task.sleep(for: .milliseconds(300))
     #expect(server.all.allSatisfy { if case .frames = $0 { false } else { true } }, "frames arrived while reading was paused")
     await withCheckedContinuation { done in
@@ -64,9 +64,9 @@ struct TransportTests {
     #expect(outbound.remote.port == listener.port)
 
     let count = 20_000
-    for index in 0..<count {
-      #expect(outbound.send(.ping(nonce: UInt64(index))) == .queued)
-    }
+    // Queued on the loop (only its thread touches a connection), in one go.
+    let results = await loop.perform { (0..<count).map { outbound.send(.ping(nonce: UInt64($0))) } }
+    #expect(results?.allSatisfy { $0 == .queued } == true)
     var received: [UInt64] = []
     var batches = 0
     while received.count < count {
@@ -78,7 +78,8 @@ struct TransportTests {
     // Many frames per read: the writes were coalesced.
     #expect(batches < count / 10)
 
-    #expect(inbound.send(.pong(nonce: 99)) == .queued)
+    let queued = await loop.perform { inbound.send(.pong(nonce: 99)) }
+    #expect(queued == .queued)
     let reply = try await client.next { if case .frames(_, let frames) = $0 { frames } else { nil } }
     #expect(reply == [.pong(nonce: 99)])
     outbound.close(.now)
@@ -123,16 +124,20 @@ struct TransportTests {
     let body = [UInt8](repeating: 0x42, count: 60_000)
     var results: [TCPConnection.QueueResult] = []
     for index in 0..<400 {
-      results.append(inbound.send(message: Frame.Message(id: UInt64(index), sender: PeerID.random(), timestamp: 0, recipients: [], body: body)))
+      let message = Frame.Message(id: UInt64(index), sender: PeerID.random(), timestamp: 0, recipients: [], body: body)
+      let result = await loop.perform { inbound.send(message: message) }
+      results.append(try #require(result))
       if results.last == .full { break }
       try await Task.sleep(for: .milliseconds(1))
     }
     // The socket buffers fill, then the queue, then the sender is told.
     #expect(results.last == .full)
     #expect(results.count > 5, "the socket took some before the queue filled")
-    #expect(inbound.queuedBytes <= 256 * 1024 + 60_100)
+    let queuedBytes = try #require(await loop.perform { inbound.queuedBytes })
+    #expect(queuedBytes <= 256 * 1024 + 60_100)
     inbound.close(.now)
-    #expect(inbound.send(.ping(nonce: 1)) == .closed)
+    let queued = await loop.perform { inbound.send(.ping(nonce: 1)) }
+    #expect(queued == .closed)
     listener.close()
     await loop.shutdown()
   }
@@ -199,10 +204,13 @@ struct TransportTests {
     let peer = try SecureTestPeer(port: listener.port)
     let inbound = try await server.next { if case .accepted(let c) = $0 { c } else { nil } }
     // Queued before the handshake completes: sealed and sent once it does.
-    for index in 0..<1000 { _ = inbound.send(.ping(nonce: UInt64(index))) }
-    _ = inbound.send(.goodbye(.shuttingDown))
-    inbound.close(.shutdownAndLinger)
-    #expect(inbound.send(.ping(nonce: 1)) == .closed)
+    let refused = await loop.perform {
+      for index in 0..<1000 { _ = inbound.send(.ping(nonce: UInt64(index))) }
+      _ = inbound.send(.goodbye(.shuttingDown))
+      inbound.close(.shutdownAndLinger)
+      return inbound.send(.ping(nonce: 1))
+    }
+    #expect(refused == .closed)
     try await peer.handshakeInBackground(payload: [])
     let received = await peer.readInBackground()
     #expect(received.frames.count == 1001)
