@@ -30,6 +30,10 @@ extension NearbySession {
       resume(id, record: record, sender: sender, downloads: downloads)
       return
     }
+    if let refusal = offerRefusal(from: peer) {
+      sendFileFrame(.cancel(.busy, refusal), id, to: peer)
+      return
+    }
     let asking = files.incoming.values.filter { $0.state.phase == .asking }.count
     guard asking < transferTuning.maximumPendingOffers, files.incoming.count < transferTuning.maximumActiveTransfers else {
       sendFileFrame(.cancel(.busy, "too many transfers at once; try again later"), id, to: peer)
@@ -56,6 +60,23 @@ extension NearbySession {
     default:
       emit(.transfer(.offer(IncomingOffer(id: id, from: sender, files: offered, responder: SessionOfferResponder(self)))))
     }
+  }
+
+  /// Why a new offer from `peer` is refused before anything is made for it, if it is: the
+  /// application is behind with its events, or the peer offers faster than
+  /// ``TransferTuning/offerBurst`` and ``TransferTuning/offersPerSecond`` allow (each offer
+  /// is an event, and one cancelled at once frees its slot among the pending offers).
+  func offerRefusal(from peer: PeerID) -> String? {
+    if hub.deepestBuffer >= transferTuning.offerEventBacklog {
+      return "\(configuration.peer.name.value) is behind with its events; try again later"
+    }
+    if files.offerAllowance.count >= 4096, files.offerAllowance[peer] == nil {
+      // Peers come and go (a hostile one can make identities at will): keep those in session.
+      files.offerAllowance = files.offerAllowance.filter { machine.peer($0.key) != nil }
+    }
+    let allowed = files.offerAllowance[peer, default: TokenBucket()].take(
+      burst: Double(transferTuning.offerBurst), perSecond: transferTuning.offersPerSecond, now: now)
+    return allowed ? nil : "too many offers at once; try again later"
   }
 
   /// `IncomingOffer.accept(into:)`: sets the files up below `directory`, then answers.

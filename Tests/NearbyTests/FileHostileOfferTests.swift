@@ -72,6 +72,92 @@ struct FileHostileOfferTests {
     try await carol.stop()
   }
 
+  /// A peer that offers and cancels in a loop frees its slot among the pending offers each
+  /// time: without a limit of its own, each pair was an event for the application, as fast
+  /// as the peer could send them. Now 32 at once, then 2 a second, and the rest are refused
+  /// (`busy`) before anything is made for them.
+  @Test(.timeLimit(.minutes(1))) func offersCancelledInALoopAreRefusedBeyondTheirRate() async throws {
+    let bob = try await RunningSession.start("bob")
+    let mallory = try SecureTestPeer(port: bob.port)
+    try await mallory.joinSession(name: "mallory", capabilities: [.files])
+    _ = try await bob.expect("mallory connected") { if case .connected(let p, _) = $0, p.id == mallory.peerID { true } else { nil } }
+    let pairs = 400
+    let ids = (0..<pairs).map { _ in TransferID.random() }
+    let started = ContinuousClock.now
+    mallory.write(Self.offersCancelledAtOnce(ids))
+    let refused = Set(ids)
+    let received = await mallory.readInBackground { frames in
+      Self.busyRefusals(frames, among: refused).count >= pairs - 32 - 8
+    }
+    let elapsed = ContinuousClock.now - started
+    let busy = Self.busyRefusals(received.frames, among: refused)
+    // Let every offer that got through reach bob's events.
+    try await Task.sleep(for: .milliseconds(200))
+    let offered = bob.events.all.filter { if case .transfer(.offer(let o)) = $0, o.from.id == mallory.peerID { true } else { false } }.count
+    let seconds: Double = (elapsed + .milliseconds(200)) / .seconds(1)
+    let allowed = 32 + Int(2 * seconds) + 1
+    #expect(offered >= 32, "the first 32 are asked")
+    #expect(offered <= allowed, "\(offered) offers reached the application in \(elapsed), at most \(allowed) allowed")
+    #expect(busy.count + offered == pairs, "every other offer was refused: \(busy.count) refused, \(offered) offered")
+    #expect(
+      received.frames.contains { if case .file(let f) = $0, case .cancel(_, let text) = f.body { text.contains("too many offers") } else { false } })
+    // An honest peer is not affected.
+    let alice = try await RunningSession.start("alice")
+    try await connect(alice, bob)
+    let source = FileFixtures.folder()
+    FileFixtures.write(source + "/a.txt", text: "hello")
+    _ = try await alice.session.sendFiles(at: [source + "/a.txt"], to: bob.peer.id)
+    let aliceID = alice.peer.id
+    _ = try await bob.expect("alice's offer") { if case .transfer(.offer(let o)) = $0, o.from.id == aliceID { true } else { nil } }
+    try await alice.stop()
+    try await bob.stop()
+  }
+
+  /// An application that does not keep up with its events (here a second reader of them
+  /// that never reads) is not handed more offers: past the backlog, they are refused.
+  @Test(.timeLimit(.minutes(1))) func anApplicationBehindWithItsEventsIsOfferedNoMore() async throws {
+    let bob = try await RunningSession.start("bob") {
+      $0.transferTuning.offerBurst = 10_000
+      $0.transferTuning.offerEventBacklog = 40
+    }
+    let stalled = bob.session.events.makeAsyncIterator()  // subscribed, and never read
+    let mallory = try SecureTestPeer(port: bob.port)
+    try await mallory.joinSession(name: "mallory", capabilities: [.files])
+    let ids = (0..<300).map { _ in TransferID.random() }
+    mallory.write(Self.offersCancelledAtOnce(ids))
+    let refused = Set(ids)
+    let received = await mallory.readInBackground { frames in Self.busyRefusals(frames, among: refused).count >= 250 }
+    let busy = Self.busyRefusals(received.frames, among: refused)
+    #expect(busy.count >= 250)
+    #expect(
+      received.frames.contains {
+        if case .file(let f) = $0, case .cancel(_, let text) = f.body { text.contains("behind with its events") } else { false }
+      })
+    try await Task.sleep(for: .milliseconds(200))
+    let offered = bob.events.all.filter { if case .transfer(.offer(let o)) = $0, o.from.id == mallory.peerID { true } else { false } }.count
+    #expect(offered <= 40, "\(offered) offers reached the application")
+    #expect(offered + busy.count == ids.count)
+    _ = stalled
+    try await bob.stop()
+  }
+
+  /// An OFFER of one small file for each of `ids`, each followed by its CANCEL.
+  static func offersCancelledAtOnce(_ ids: [TransferID]) -> [Frame] {
+    var frames: [Frame] = []
+    for id in ids {
+      frames.append(.file(TransferFrame(id, .offer([OfferedFile(name: "x.txt", size: 10)]))))
+      frames.append(.file(TransferFrame(id, .cancel(.cancelled, "never mind"))))
+    }
+    return frames
+  }
+
+  /// The transfers among `ids` that `frames` refuse as `busy`.
+  static func busyRefusals(_ frames: [Frame], among ids: Set<TransferID>) -> Set<TransferID> {
+    Set(
+      frames.compactMap { frame in
+        if case .file(let f) = frame, case .cancel(.busy, _) = f.body, ids.contains(f.transfer) { f.transfer } else { nil }
+      })
+  }
 }
 
 /// The last check before the disk: paths that are not safe below the download folder (read

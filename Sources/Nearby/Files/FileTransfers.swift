@@ -13,6 +13,8 @@ struct FileTransfers {
   var cancelOwed: [TransferID: PeerID] = [:]
   /// Sender: counts the times a drained queue was shared out (whose turn is first).
   var turn: UInt64 = 0
+  /// Receiver: new offers each peer may still make (``TransferTuning/offerBurst``).
+  var offerAllowance: [PeerID: TokenBucket] = [:]
   /// Receiver: transfers of an earlier run, resumed when their sender offers them again.
   var restored: [TransferID: TransferStore.Record] = [:]
   var store: TransferStore?

@@ -25,6 +25,14 @@ package struct TransferTuning: Sendable {
   /// (`busy`).
   package var maximumPendingOffers = 32
   package var maximumActiveTransfers = 64
+  /// New offers one peer may make: this many at once, then `offersPerSecond`; beyond, they
+  /// are refused (`busy`). A peer that offers and cancels in a loop frees its pending slot
+  /// each time, so the limit above does not bound the events it makes.
+  package var offerBurst = 32
+  package var offersPerSecond = 2.0
+  /// Events waiting for the slowest reader of the session's events beyond which new offers
+  /// are refused (`busy`): an application that is behind is not handed more of them.
+  package var offerEventBacklog = 1024
 
   /// Refuse an offer that does not fit the download folder's free space (off: tests of a
   /// disk that fills up during a transfer).
