@@ -140,18 +140,24 @@ struct AttackTests {
   /// context, nor the peers' names appear in any packet (captured on the loopback interface
   /// of this private namespace with a raw socket, while the sessions talk).
   @Test func aCaptureOfTheLinkShowsNoTextContextOrNames() async throws {
-    let capture = try PacketCapture()
     let alice = try await RunningSession.start("alice-7f3c")
     let bob = try await RunningSession.start("bob-91ae", policy: .all)
+    // Before any packet between them: alice dials bob's port, and connects from a port of
+    // her own, so bob's port is on every packet of their connection.
+    let capture = try PacketCapture(ports: [bob.port])
     await alice.session.invite(endpoints: [bob.endpoint], context: Array("lunch at noon, the usual place".utf8))
     _ = try await alice.expect("connected") { if case .connected = $0 { true } else { nil } }
     let id = try await alice.session.send(Array("the secret is swordfish".utf8), to: .all)
     _ = try await alice.expect("delivered") { if case .delivered(id, _) = $0 { true } else { nil } }
     try await bob.session.send(Array("reply: rosebud".utf8), to: .all)
     _ = try await alice.expect("reply") { if case .message = $0 { true } else { nil } }
-    let packets = capture.stop(ports: [alice.port, bob.port])
-    #expect(packets.count > 6, "the capture saw the session's packets (\(packets.count))")
-    let all = packets.joined()
+    let captured = capture.stop()
+    #expect(captured.dropped == 0, "the capture lost packets: what they held went unchecked")
+    // The handshake, the invitation and its answer, two messages, a delivery report: a few
+    // hundred bytes at least, more than the plaintext of the secrets.
+    let all = captured.payloads.joined()
+    #expect(captured.payloads.count >= 6, "the capture saw the session's packets (\(captured.payloads.count))")
+    #expect(all.count >= 300, "the capture saw \(all.count) bytes of the session")
     for secret in ["the secret is swordfish", "rosebud", "lunch at noon", "alice-7f3c", "bob-91ae"] {
       #expect(!contains(Array(all), Array(secret.utf8)), "'\(secret)' crossed the network in clear")
     }
