@@ -15,7 +15,7 @@ extension NearbySession {
         return
       }
       connections[connection.id] = connection
-      machine.connectionAccepted(connection.id, now: now, into: &actions)
+      machine.connectionAccepted(connection.id, source: connection.remote.sourceKey, now: now, into: &actions)
     case .connected(let connection):
       connectors[connection.id] = nil
       guard machine.connectionState(connection.id) == nil, machine.connectionIDs.contains(connection.id), !shutdownRequested else {

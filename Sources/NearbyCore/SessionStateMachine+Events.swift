@@ -189,8 +189,12 @@ extension SessionStateMachine {
       }
     case .ask:
       if pendingInvitations.count >= configuration.maximumPendingInvitations {
-        decline(id, reason: .busy, now: now, into: &actions)
-        return
+        guard let evicted = invitationToMakeRoom(forSource: connections[id]?.source) else {
+          decline(id, reason: .busy, now: now, into: &actions)
+          return
+        }
+        withdrawPending(evicted, reason: "its host had more invitations waiting than any other; declined (busy) to make room", into: &actions)
+        decline(evicted, reason: .busy, now: now, into: &actions)
       }
       let invitation = Invitation(
         connection: id, invitationID: invite.invitationID, peer: peer, context: invite.context,
@@ -199,6 +203,27 @@ extension SessionStateMachine {
       pendingInvitations.append(invitation)
       actions.append(.emit(.invitation(invitation)))
     }
+  }
+
+  /// Every slot of pending invitations is taken, and a host (`source`) invites: the oldest
+  /// invitation of the host that has the most waiting gives way, if it has at least two more
+  /// than `source` (so the two never take turns). Without this, two hosts holding 16 each,
+  /// for up to the 10 minutes an INVITE may ask, kept every other peer from inviting us.
+  /// `nil` sources (unknown) count as one host.
+  func invitationToMakeRoom(forSource source: String?) -> ConnectionID? {
+    var counts: [String: (count: Int, oldest: ConnectionID)] = [:]
+    for invitation in pendingInvitations {  // oldest first
+      let key = connections[invitation.connection]?.source ?? ""
+      counts[key, default: (0, invitation.connection)].count += 1
+    }
+    let newcomer = counts[source ?? ""]?.count ?? 0
+    // The most, and among equals the one whose oldest invitation is oldest.
+    let order = Dictionary(uniqueKeysWithValues: pendingInvitations.enumerated().map { ($1.connection, $0) })
+    guard
+      let top = counts.values.max(by: { ($0.count, order[$1.oldest] ?? 0) < ($1.count, order[$0.oldest] ?? 0) }),
+      top.count > newcomer + 1
+    else { return nil }
+    return top.oldest
   }
 
   var connectedCount: Int { peers.values.filter { $0.session != nil }.count }

@@ -62,6 +62,9 @@ package struct SessionStateMachine: Sendable {
     var held = false
     /// Inbound: the invitation waits for the person's answer.
     var awaitingAnswer = false
+    /// Inbound: the host it came from (an IPv4 address, an IPv6 /64), to share the slots
+    /// of pending invitations fairly between hosts.
+    var source: String?
     /// Messages sent on this connection and not yet acknowledged.
     var unacked = ResendWindow()
     /// Outbound: where we dialled.
@@ -386,7 +389,8 @@ package struct SessionStateMachine: Sendable {
 
   /// A peer connected to our listener: the handshake runs (or the connection is refused
   /// when too many are still handshaking).
-  package mutating func connectionAccepted(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+  /// - Parameter source: the host it came from (``SourceAdmission``'s key), if known.
+  package mutating func connectionAccepted(_ id: ConnectionID, source: String? = nil, now: Duration, into actions: inout [SessionAction]) {
     var machine = ConnectionStateMachine(role: .listener, hello: localHello, timeouts: configuration.timeouts, now: now)
     machine.start(now: now)
     // Connections being set up: handshaking, idle, inviting or invited (PROTOCOL.md 8.3). Not
@@ -400,7 +404,7 @@ package struct SessionStateMachine: Sendable {
       perform(transition, on: id, now: now, into: &actions)
       return
     }
-    connections[id] = ConnectionRecord(direction: .inbound, machine: machine)
+    connections[id] = ConnectionRecord(direction: .inbound, machine: machine, source: source)
   }
 
   /// Reserves an id for a connection the listener accepted.

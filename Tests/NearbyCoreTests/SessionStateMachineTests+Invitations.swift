@@ -174,6 +174,47 @@ extension SessionStateMachineTests {
     #expect(net.take(Fixture.peer(3).id).contains(.declined(Fixture.alice, .busy)))
   }
 
+  /// Two hosts holding every slot (16 invitations each, which may wait 10 minutes) kept
+  /// everybody else from inviting. Now the oldest of the host with the most gives way to a
+  /// host with fewer (withdrawn, declined `busy`), and those two hosts cannot push each other
+  /// out in turns.
+  @Test func aHostWithFewerInvitationsWaitingTakesASlotFromTheOneWithTheMost() {
+    var net = SimulatedNetwork()
+    net.add(Fixture.alice) { $0.maximumPendingInvitations = 6 }
+    let mallory = (1...4).map { Fixture.peer($0) }
+    let eve = (5...7).map { Fixture.peer($0) }
+    let bob = Fixture.peer(8)
+    for peer in mallory + eve + [bob] { net.add(peer) }
+    for peer in mallory { net.hosts[peer.id] = "192.0.2.66" }
+    for peer in eve { net.hosts[peer.id] = "192.0.2.99" }
+    net.discoverAll()
+    func invite(_ peer: Peer) {
+      net.act(peer.id) { m, x, now in m.invite(Fixture.aliceID, context: [], now: now, into: &x) }
+      net.run()
+    }
+    for peer in mallory.prefix(3) + eve.prefix(3) { invite(peer) }
+    #expect(net.nodes[a]!.pendingInvitations.count == 6)
+    // A fourth from mallory's host: it has 3, as many as eve's: no room for it.
+    invite(mallory[3])
+    #expect(net.take(mallory[3].id).contains(.declined(Fixture.alice, .busy)))
+    #expect(net.nodes[a]!.pendingInvitations.count == 6)
+    // Bob's host has none: the oldest of the fullest host (mallory's first) gives way.
+    _ = net.take(Fixture.aliceID)
+    invite(bob)
+    let waiting = net.nodes[a]!.pendingInvitations.map(\.peer.id)
+    #expect(waiting.count == 6)
+    #expect(waiting.contains(bob.id))
+    #expect(!waiting.contains(mallory[0].id))
+    #expect(net.take(mallory[0].id).contains(.declined(Fixture.alice, .busy)))
+    let events = net.take(Fixture.aliceID)
+    #expect(events.contains { if case .invitationWithdrawn(let p, _) = $0 { p.id == mallory[0].id } else { false } })
+    #expect(events.contains { if case .invitation(let i) = $0 { i.peer.id == bob.id } else { false } })
+    // Mallory's host (2 left) and eve's (3) now differ by one: neither takes the other's slot.
+    invite(mallory[0])
+    #expect(net.take(mallory[0].id).contains(.declined(Fixture.alice, .busy)))
+    #expect(net.nodes[a]!.pendingInvitations.map(\.peer.id) == waiting)
+  }
+
   @Test func acceptPolicies() {
     var net = SimulatedNetwork()
     net.add(Fixture.alice, policy: .none) { $0.allowList = [Fixture.carolID] }

@@ -69,6 +69,9 @@ struct SimulatedNetwork {
   var transferFrames: [PeerID: [(TransferFrame, PeerID)]] = [:]
   /// Peers whose session moved to a new connection without a suspension, per node.
   var moved: [PeerID: [PeerID]] = [:]
+  /// The host a node connects from (the source its connections are accepted from): its own
+  /// by default, one address per node.
+  var hosts: [PeerID: String] = [:]
   /// What federated relays asked of the federation, in order (``SimulatedFederation`` takes it).
   var federationOutputs: [(relay: PeerID, output: FederationOutput)] = []
 
@@ -230,8 +233,9 @@ struct SimulatedNetwork {
   mutating func step() {
     let delivery = queue.removeFirst()
     switch delivery {
-    case .accepted(let node, let connection, _, _):
-      act(node) { machine, actions, now in machine.connectionAccepted(connection, now: now, into: &actions) }
+    case .accepted(let node, let connection, let remote, _):
+      let source = hosts[remote] ?? remote.hex
+      act(node) { machine, actions, now in machine.connectionAccepted(connection, source: source, now: now, into: &actions) }
     case .established(let node, let connection):
       act(node) { machine, actions, now in machine.connectionEstablished(connection, now: now, into: &actions) }
     case .connectFailed(let node, let connection):

@@ -108,6 +108,37 @@ struct HostileLoadTests {
     try await alice.stop()
   }
 
+  /// Invitations waiting for an answer from two hosts (127.0.0.2 and 127.0.0.3, 2 each)
+  /// fill alice's 4 slots; bob's, from 127.0.0.1, still reaches her: the oldest of a host with
+  /// the most gives way (withdrawn, and declined `busy` on its connection). Real sockets: the
+  /// session tells the state machine which host each connection came from.
+  @Test(.timeLimit(.minutes(1))) func anInvitationFromAnotherHostGetsASlotTheFloodHeld() async throws {
+    let alice = try await RunningSession.start("alice", policy: .ask) { $0.maximumPendingInvitations = 4 }
+    var held: [SecureTestPeer] = []
+    for host in ["127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"] {
+      let peer = try SecureTestPeer(port: alice.port, source: host)
+      try await peer.handshakeInBackground(payload: SecureTestPeer.helloPayload(peer.hello(name: "held-\(held.count)")))
+      peer.write(.invite(Frame.Invite(invitationID: 1, timeoutMilliseconds: 600_000, context: [])))
+      let id = peer.peerID
+      _ = try await alice.expect("invitation \(held.count)") { if case .invitation(let i) = $0, i.peer.id == id { true } else { nil } }
+      held.append(peer)
+    }
+    let bob = try await RunningSession.start("bob")
+    await bob.session.invite(endpoints: [alice.endpoint])
+    let invitation = try await alice.expect("bob's invitation") { if case .invitation(let i) = $0, i.peer.id == bob.peer.id { i } else { nil } }
+    let first = held[0].peerID
+    _ = try await alice.expect("the oldest of 127.0.0.2 withdrawn") {
+      if case .invitationWithdrawn(let p, _) = $0, p.id == first { true } else { nil }
+    }
+    let answer = await held[0].readInBackground { frames in frames.contains { if case .decline = $0 { true } else { false } } }
+    #expect(answer.frames.contains(.decline(invitationID: 1, reason: .busy)), "\(answer.frames)")
+    await alice.session.accept(invitation.peer.id)
+    _ = try await bob.expect("connected") { if case .connected = $0 { true } else { nil } }
+    #expect(await alice.session.pendingInvitations.count == 3)
+    try await bob.stop()
+    try await alice.stop()
+  }
+
   /// Connections from many hosts would take every descriptor the process may open: the
   /// listener keeps some back for the rest of the process (libdispatch's thread-pool monitor
   /// stopped the process with SIGILL when it could not open a file under /proc), refuses the
