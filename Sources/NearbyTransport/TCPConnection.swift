@@ -64,7 +64,9 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// What it may read per loop iteration, and the receive budget it shares.
   let limits: ReceiveLimits
   let fd: Int32
-  let sink: TransportSink
+  /// Where its events go: its owner (a ``TCPConnector`` watches the handshake first when
+  /// it has other endpoints to try, then hands the connection over). Loop thread only.
+  @exclusivity(unchecked) var sink: TransportSink
 
   // Loop thread only.
   /// What is queued to send, and what to write next.

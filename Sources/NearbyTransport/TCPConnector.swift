@@ -9,6 +9,13 @@ import NearbySystem
 
 /// Opens an outbound connection, trying each endpoint in turn with a timeout per endpoint,
 /// and reports ``TransportEvent/connected(_:)`` or ``TransportEvent/connectFailed(_:_:)``.
+///
+/// While other endpoints remain, an endpoint counts only once its handshake authenticated
+/// the peer: one that accepts the connection but fails the handshake (another peer's key
+/// answers: a forged DNS-SD record pointing elsewhere; no Nearby peer; no answer within the
+/// timeout) is given up quietly and the next is tried, and the connection is reported
+/// (`connected`, then `authenticated`) only once one succeeds. The last endpoint is reported
+/// as soon as TCP connects, and its handshake's outcome reaches the owner as before.
 package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   private let id: ConnectionID
   private let loop: EventLoop
@@ -24,6 +31,10 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   private var current: SocketAddress?
   private var timer: UInt64?
   private var cancelled = false
+  /// The connection whose handshake runs before it is reported (endpoints remained), and
+  /// the number of the attempt it belongs to (events of an attempt given up are ignored).
+  private var handshaking: TCPConnection?
+  private var attempt = 0
 
   /// Starts connecting on the loop.
   /// - Parameters:
@@ -135,23 +146,75 @@ package final class TCPConnector: EventLoopHandler, @unchecked Sendable {
   }
 
   private func established() {
+    let endpoint = current!.endpoint
+    attempt += 1
+    let deferred = !remaining.isEmpty
+    let number = attempt
+    var connectionSink = sink
+    if deferred {
+      connectionSink = { [weak self] event in self?.duringHandshake(event, attempt: number, endpoint: endpoint) }
+    }
     let connection = TCPConnection(
-      id: id, fd: fd, remote: current!, loop: loop, sink: sink, maximumQueuedBytes: maximumQueuedBytes, limits: limits, security: security,
-      role: .initiator(expecting: expected))
+      id: id, fd: fd, remote: current!, loop: loop, sink: connectionSink, maximumQueuedBytes: maximumQueuedBytes, limits: limits,
+      security: security, role: .initiator(expecting: expected))
     fd = -1
     do {
       try connection.activate()
-      sink(.connected(connection))
     } catch {
       connection.close(.now)
-      failures.append("\(current!.endpoint): \(error)")
+      failures.append("\(endpoint): \(error)")
+      next()
+      return
+    }
+    guard deferred else {
+      sink(.connected(connection))
+      return
+    }
+    handshaking = connection
+    timer = loop.schedule(after: timeout) { [self] in
+      timer = nil
+      failures.append("\(endpoint): accepted the connection but did not complete the handshake within \(timeout.formattedSeconds)")
+      abandonCurrent()
       next()
     }
   }
 
+  /// An event of a connection whose handshake runs while other endpoints remain.
+  private func duringHandshake(_ event: TransportEvent, attempt number: Int, endpoint: Endpoint) {
+    guard number == attempt, let connection = handshaking else { return }
+    switch event {
+    case .authenticated:
+      if let timer { loop.cancelTimer(timer) }
+      timer = nil
+      handshaking = nil
+      // From now on its events go straight to the owner.
+      connection.sink = sink
+      sink(.connected(connection))
+      sink(event)
+    case .securityFailed(_, let failure):
+      failures.append("\(endpoint): \(failure.description)")
+      abandonCurrent()
+      next()
+    case .closed(_, let detail):
+      failures.append("\(endpoint): the connection closed during the handshake\(detail.isEmpty ? "" : " (\(detail))")")
+      abandonCurrent()
+      next()
+    default:
+      // Nothing else comes before the handshake completes (frames need records), but a
+      // write may report the queue writable: nobody waits for that yet.
+      break
+    }
+  }
+
+  /// Gives up the endpoint being tried: its connect, or its connection's handshake.
   private func abandonCurrent() {
     if let timer { loop.cancelTimer(timer) }
     timer = nil
+    if let connection = handshaking {
+      handshaking = nil
+      attempt += 1
+      connection.close(.now)
+    }
     guard fd >= 0 else { return }
     loop.deregister(fd)
     Glibc.close(fd)

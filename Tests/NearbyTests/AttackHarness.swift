@@ -130,11 +130,14 @@ final class PacketCapture: @unchecked Sendable {
     return Result(payloads: packets.withLock { $0 }.compactMap { Self.tcpPayload($0, ports: ports) }, dropped: dropped)
   }
 
+  /// `PACKET_STATISTICS` of linux/if_packet.h (Glibc does not export it).
+  private static let packetStatistics: Int32 = 6
+
   /// `struct tpacket_stats` (PACKET_STATISTICS): packets received and dropped since the last read.
   private static func statistics(_ fd: Int32) -> (packets: UInt32, dropped: UInt32) {
     var counts: (UInt32, UInt32) = (0, 0)
     var length = socklen_t(MemoryLayout<(UInt32, UInt32)>.size)
-    _ = getsockopt(fd, Int32(SOL_PACKET), 6 /* PACKET_STATISTICS */, &counts, &length)
+    _ = getsockopt(fd, Int32(SOL_PACKET), Self.packetStatistics, &counts, &length)
     return counts
   }
 

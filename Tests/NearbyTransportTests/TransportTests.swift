@@ -112,6 +112,61 @@ struct TransportTests {
     await loop.shutdown()
   }
 
+  /// An endpoint where another peer's key answers (a forged DNS-SD record pointing at another
+  /// host), or where nothing completes the handshake, is given up while other endpoints
+  /// remain: the connector reports only the connection to the peer it meant to reach. (It
+  /// reported the first, whose handshake then failed, and the attempt ended there.)
+  @Test func anEndpointWhoseHandshakeFailsIsPassedOverWhileOthersRemain() async throws {
+    let loop = try EventLoop()
+    let collector = EventCollector()
+    let wrong = EventCollector()
+    let right = ConnectionSecurity.ephemeral()
+    let impostor = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: .ephemeral(), nextID: wrong.nextID, sink: wrong.sink)
+    let (silent, silentPort) = try LoopbackSocket.listening(backlog: 4)  // accepts, never answers
+    defer { close(silent) }
+    let listener = try await TCPListener.bind(host: "127.0.0.1", loop: loop, security: right, nextID: collector.nextID, sink: { _ in })
+    _ = TCPConnector.connect(
+      ConnectionID(1 << 40),
+      to: [
+        Endpoint(host: "127.0.0.1", port: impostor.port), Endpoint(host: "127.0.0.1", port: silentPort),
+        Endpoint(host: "127.0.0.1", port: listener.port),
+      ],
+      loop: loop, timeout: .milliseconds(500), security: .ephemeral(), expecting: right.identity.peerID, sink: collector.sink)
+    let connection = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
+    #expect(connection.remote.port == listener.port)
+    let peer = try await collector.next { if case .authenticated(_, let p) = $0 { p } else { nil } }
+    #expect(peer.peerID == right.identity.peerID)
+    #expect(!collector.all.contains { if case .securityFailed = $0 { true } else { false } }, "\(collector.all)")
+    #expect(!collector.all.contains { if case .connected = $0 { true } else { false } }, "one connection reported")
+    connection.close(.now)
+
+    // When every endpoint fails, the failure names each.
+    let (dead, deadPort) = try LoopbackSocket.refusing()
+    defer { close(dead) }
+    _ = TCPConnector.connect(
+      ConnectionID(2 << 40),
+      to: [
+        Endpoint(host: "127.0.0.1", port: impostor.port), Endpoint(host: "127.0.0.1", port: silentPort), Endpoint(host: "127.0.0.1", port: deadPort),
+      ],
+      loop: loop, timeout: .milliseconds(500), security: .ephemeral(), expecting: right.identity.peerID, sink: collector.sink)
+    let failure = try await collector.next { if case .connectFailed(_, let detail) = $0 { detail } else { nil } }
+    #expect(failure.contains("127.0.0.1:\(impostor.port): "), "\(failure)")
+    #expect(failure.contains("another peer answered at that address"), "\(failure)")
+    #expect(failure.contains("127.0.0.1:\(silentPort): accepted the connection but did not complete the handshake"), "\(failure)")
+    #expect(failure.contains("127.0.0.1:\(deadPort): ") && failure.contains("Connection refused"), "\(failure)")
+
+    // The last endpoint is reported as before: connected, then its handshake's failure.
+    _ = TCPConnector.connect(
+      ConnectionID(3 << 40), to: [Endpoint(host: "127.0.0.1", port: impostor.port)], loop: loop, security: .ephemeral(),
+      expecting: right.identity.peerID, sink: collector.sink)
+    let last = try await collector.next { if case .connected(let c) = $0, c.id == ConnectionID(3 << 40) { c } else { nil } }
+    _ = try await collector.next { if case .securityFailed(let id, _) = $0, id == last.id { true } else { nil } }
+    last.close(.now)
+    impostor.close()
+    listener.close()
+    await loop.shutdown()
+  }
+
   @Test func aPeerThatDoesNotReadFillsTheBoundedQueue() async throws {
     let loop = try EventLoop()
     let server = EventCollector()
