@@ -5,7 +5,7 @@ import NearbyCore
 /// chunks on the transfer's queue, checking each file's hash, and resuming after a restart.
 extension NearbySession {
   /// An OFFER of a transfer we do not have going.
-  func offerArrived(_ id: TransferID, _ offered: [OfferedFile], from peer: PeerID) {
+  func offerArrived(_ id: TransferID, _ offered: [OfferedFile], from peer: PeerID, via carrier: ConnectionID) {
     guard let sender = machine.peer(peer) else { return }
     if let closed = files.closed[id], closed.peer != peer {
       // Ids are random: another peer's means a peer playing with ids (taking an id over
@@ -30,7 +30,13 @@ extension NearbySession {
       resume(id, record: record, sender: sender, downloads: downloads)
       return
     }
-    if let refusal = offerRefusal(from: peer) {
+    let asks: Bool
+    switch configuration.acceptFiles {
+    case .none: asks = false
+    case .all where acceptsFilesAutomatically(from: peer) && configuration.downloadsDirectory != nil: asks = false
+    default: asks = true
+    }
+    if let refusal = offerRefusal(from: peer, via: carrier, asks: asks) {
       sendFileFrame(.cancel(.busy, refusal), id, to: peer)
       return
     }
@@ -62,21 +68,36 @@ extension NearbySession {
     }
   }
 
-  /// Why a new offer from `peer` is refused before anything is made for it, if it is: the
-  /// application is behind with its events, or the peer offers faster than
-  /// ``TransferTuning/offerBurst`` and ``TransferTuning/offersPerSecond`` allow (each offer
-  /// is an event, and one cancelled at once frees its slot among the pending offers).
-  func offerRefusal(from peer: PeerID) -> String? {
-    if hub.deepestBuffer >= transferTuning.offerEventBacklog {
+  /// Why a new offer from `peer`, carried by connection `carrier`, is refused before anything
+  /// is made for it, if it is:
+  /// - it would ask the application (`asks`), which is behind with its events
+  ///   (``TransferTuning/offerEventBacklog``);
+  /// - the peer, or the connection that carries it (a relay's carries the offers of every
+  ///   peer behind it, and a hostile relay can make up thousands), offers faster than
+  ///   ``TransferTuning/offerBurst`` and ``TransferTuning/offersPerSecond`` allow. Each offer
+  ///   is an event, and one cancelled at once frees its slot among the pending offers.
+  func offerRefusal(from peer: PeerID, via carrier: ConnectionID, asks: Bool) -> String? {
+    if asks, hub.deepestBuffer >= transferTuning.offerEventBacklog {
       return "\(configuration.peer.name.value) is behind with its events; try again later"
     }
-    if files.offerAllowance.count >= 4096, files.offerAllowance[peer] == nil {
-      // Peers come and go (a hostile one can make identities at will): keep those in session.
-      files.offerAllowance = files.offerAllowance.filter { machine.peer($0.key) != nil }
+    let burst = Double(transferTuning.offerBurst)
+    let rate = transferTuning.offersPerSecond
+    let now = now
+    if files.offerAllowance.count >= 1024 {
+      // A bucket that refilled is as good as none: keep only those still in use.
+      files.offerAllowance = files.offerAllowance.filter { !$0.value.isFull(burst: burst, perSecond: rate, now: now) }
     }
-    let allowed = files.offerAllowance[peer, default: TokenBucket()].take(
-      burst: Double(transferTuning.offerBurst), perSecond: transferTuning.offersPerSecond, now: now)
-    return allowed ? nil : "too many offers at once; try again later"
+    let sources: [FileTransfers.OfferSource] = [.carrier(carrier), .peer(peer)]
+    for source in sources {
+      guard files.offerAllowance[source]?.canTake(burst: burst, perSecond: rate, now: now) ?? true else {
+        return "too many offers at once; try again later"
+      }
+    }
+    guard files.offerAllowance.count < 4096 else { return "too many offers at once; try again later" }
+    for source in sources {
+      _ = files.offerAllowance[source, default: TokenBucket()].take(burst: burst, perSecond: rate, now: now)
+    }
+    return nil
   }
 
   /// `IncomingOffer.accept(into:)`: sets the files up below `directory`, then answers.

@@ -54,7 +54,7 @@ extension NearbySession {
     let waiting = files.pending
     files.pending = []
     files.pendingBytes = 0
-    for (frame, peer) in waiting { transferFrameArrived(frame, from: peer) }
+    for (frame, peer, carrier) in waiting { transferFrameArrived(frame, from: peer, via: carrier) }
   }
 
   /// At shutdown: transfers stop where they are (they resume in a later run); whoever waits
@@ -195,13 +195,14 @@ extension NearbySession {
     }
   }
 
-  /// A FILE frame from `peer` (on its session, or opened from its envelope).
-  func transferFrameArrived(_ frame: TransferFrame, from peer: PeerID) {
+  /// A FILE frame from `peer` (on its session, or opened from its envelope), carried by
+  /// connection `carrier`.
+  func transferFrameArrived(_ frame: TransferFrame, from peer: PeerID, via carrier: ConnectionID) {
     guard !files.stopped else { return }
     guard files.loaded else {
       let bytes = Self.approximateSize(of: frame)
       if files.pending.count < FileTransfers.pendingLimit.frames, files.pendingBytes + bytes <= FileTransfers.pendingLimit.bytes {
-        files.pending.append((frame, peer))
+        files.pending.append((frame, peer, carrier))
         files.pendingBytes += bytes
       }
       return
@@ -222,7 +223,7 @@ extension NearbySession {
       return
     }
     switch frame.body {
-    case .offer(let offered): offerArrived(id, offered, from: peer)
+    case .offer(let offered): offerArrived(id, offered, from: peer, via: carrier)
     case .cancel:
       // The end of something we no longer (or never) had: nothing to answer.
       break

@@ -215,8 +215,8 @@ extension NearbySession {
         }
       case .settled(let report):
         settled(report)
-      case .transferFrame(let frame, let peer):
-        transferFrameArrived(frame, from: peer)
+      case .transferFrame(let frame, let peer, let carrier):
+        transferFrameArrived(frame, from: peer, via: carrier)
       case .federate(let output):
         federationLink?.handle(output)
       case .sessionMoved(let peer):

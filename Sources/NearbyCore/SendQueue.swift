@@ -10,8 +10,9 @@
 ///    then ``sealed(plaintextCount:sealedCount:)``);
 /// 3. the sealed bytes are written (``wrote(_:)``).
 ///
-/// Closing: `.now` drops everything; `.shutdownAndLinger` refuses new frames, lets what is
-/// queued go out, then asks for the CLOSE record and the shutdown of the write side.
+/// Closing: `.now` refuses new frames at once, and everything queued is dropped when the
+/// socket closes (``closed()``); `.shutdownAndLinger` refuses new frames, lets what is queued
+/// go out, then asks for the CLOSE record and the shutdown of the write side.
 package struct SendQueue: Sendable {
   /// What ``enqueue(limit:_:)`` did.
   package enum EnqueueResult: Hashable, Sendable {
@@ -38,7 +39,7 @@ package struct SendQueue: Sendable {
 
   /// What ``close(_:)`` asks of the connection.
   package enum CloseStep: Hashable, Sendable {
-    /// Close the socket now (everything queued was dropped).
+    /// Close the socket now (then call ``SendQueue/closed()``: what is queued is dropped).
     case closeNow
     /// Flush what is queued (it will end with ``Batch/closeRecord`` and ``Batch/shutDown``)
     /// and discard what still arrives until the peer closes.
@@ -176,7 +177,11 @@ package struct SendQueue: Sendable {
     switch (phase, mode) {
     case (.closed, _): return nil
     case (_, .now):
-      closed()
+      // Refused from now on; what is queued and being written stays counted until the socket
+      // closes (``closed()``): the connection may still write in between.
+      phase = .closed
+      wasFull = false
+      lowWater = 0
       return .closeNow
     case (.open, .shutdownAndLinger):
       phase = .closing(closeRecordTaken: false)

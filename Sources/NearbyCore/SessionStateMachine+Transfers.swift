@@ -57,7 +57,7 @@ extension SessionStateMachine {
   /// A FILE frame on a session: from the connection's peer.
   mutating func transferFrameReceived(_ frame: TransferFrame, on id: ConnectionID, into actions: inout [SessionAction]) {
     guard let peer = connection(id, { $0.peerID }) ?? nil, peers[peer]?.session == id else { return }
-    actions.append(.transferFrame(frame, from: peer))
+    actions.append(.transferFrame(frame, from: peer, via: id))
   }
 
   /// An opened envelope whose body is a FILE frame: from the envelope's origin, whose
@@ -76,7 +76,7 @@ extension SessionStateMachine {
         .emit(.error(.protocolError(peer: peers[origin]?.peer, detail: "a sealed file-transfer frame from \(origin.shortHex) is not a FILE frame"))))
       return
     }
-    actions.append(.transferFrame(frame, from: origin))
+    actions.append(.transferFrame(frame, from: origin, via: id))
   }
 }
 

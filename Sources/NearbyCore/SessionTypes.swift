@@ -281,8 +281,9 @@ package enum SessionAction: Sendable {
   case deliver(ReceivedMessage, from: ConnectionID)
   /// One of our messages is settled: every recipient confirmed it or failed.
   case settled(DeliveryReport)
-  /// A step of a file transfer from `peer` (direct, or opened from its envelope).
-  case transferFrame(TransferFrame, from: PeerID)
+  /// A step of a file transfer from `peer` (direct, or opened from its envelope), and the
+  /// connection that carried it (the peer's own, or a relay's).
+  case transferFrame(TransferFrame, from: PeerID, via: ConnectionID)
   /// Work for the federation (a federated relay only): see ``FederationOutput``.
   case federate(FederationOutput)
   /// The session with `peer` moved to a new connection that the peer opened to resume it,

@@ -164,7 +164,12 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   }
 
   private func enqueue(limit: Int, _ encode: (inout [UInt8]) -> Void) -> QueueResult {
-    precondition(loop.inLoop, "a connection's frames are queued on its event loop")
+    guard loop.inLoop else {
+      // A job of its owner that runs after the loop stopped (``EventLoop/isCurrent``): nothing
+      // will be written any more.
+      precondition(loop.isCurrent, "a connection's frames are queued on its event loop")
+      return .closed
+    }
     switch queue.enqueue(limit: limit, encode) {
     case .queued(let scheduleFlush):
       // Everything queued during this loop iteration goes out in one write at its end.
@@ -177,7 +182,7 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
 
   /// Bytes waiting to be written. Loop thread only.
   package var queuedBytes: Int {
-    precondition(loop.inLoop, "a connection's queue is read on its event loop")
+    precondition(loop.isCurrent, "a connection's queue is read on its event loop")
     return queue.queuedBytes
   }
 
@@ -185,7 +190,7 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// limit. - Returns: `false` if it already has (nothing will be reported then). Loop
   /// thread only.
   package func notifyWhenWritable() -> Bool {
-    precondition(loop.inLoop, "a connection's queue is watched on its event loop")
+    precondition(loop.isCurrent, "a connection's queue is watched on its event loop")
     return queue.notifyWhenWritable()
   }
 
@@ -194,14 +199,15 @@ package final class TCPConnection: EventLoopHandler, @unchecked Sendable {
   /// - Returns: `false` if that is already so (nothing will be reported then). Loop thread
   ///   only.
   package func notifyWhenQueued(below threshold: Int) -> Bool {
-    precondition(loop.inLoop, "a connection's queue is watched on its event loop")
+    precondition(loop.isCurrent, "a connection's queue is watched on its event loop")
     return queue.notifyWhenQueued(below: threshold)
   }
 
   /// Closes the connection: `.now` drops what is queued; `.shutdownAndLinger` writes what is
   /// queued, shuts down the write side and discards what still arrives until the peer closes.
-  /// On the loop thread, nothing more is queued from the call on and the socket closes after
-  /// the current job; from another thread, all of it happens in a job of the loop.
+  /// On the loop thread, nothing more is queued from the call on, and the rest happens in a
+  /// later job of the loop (after the next poll, maybe: what was queued before may still be
+  /// written until then); from another thread, all of it happens in a job of the loop.
   package func close(_ mode: CloseAction) {
     guard loop.inLoop else {
       loop.execute { [self] in close(mode) }

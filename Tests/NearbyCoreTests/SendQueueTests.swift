@@ -49,6 +49,11 @@ struct SendQueueTests {
     }
 
     func close(_ mode: CloseAction) -> SendQueue.CloseStep? { queue.close(mode) }
+    /// The socket closed: nothing more is written.
+    func socketClosed() {
+      queue.closed()
+      unwritten = 0
+    }
     func notifyWhenWritable() -> Bool { queue.notifyWhenWritable() }
     func notifyWhenQueued(below threshold: Int) -> Bool { queue.notifyWhenQueued(below: threshold) }
 
@@ -157,17 +162,32 @@ struct SendQueueTests {
     #expect(writer.taken.isEmpty && writer.closeRecords == 0)
   }
 
-  @Test func closingNowDropsEverything() {
+  /// Closing now refuses frames at once; the connection may still write what it took (the
+  /// socket closes in a later job of the loop), and the counts stay right until it does.
+  /// (Counts zeroed at the request made that write trap in `wrote`.)
+  @Test func closingNowRefusesAtOnceAndDropsEverythingWhenTheSocketCloses() {
     let writer = Writer(limit: 1000)
     _ = writer.enqueue(Array(repeating: 1, count: 500))
+    #expect(writer.takeNext() == .seal)
+    _ = writer.enqueue(Array(repeating: 2, count: 100))
     #expect(writer.notifyWhenQueued(below: 10))
     #expect(writer.close(.now) == .closeNow)
-    #expect(writer.queue.queuedBytes == 0)
-    #expect(writer.queue.plaintext.isEmpty)
     #expect(writer.queue.refusesFrames)
     #expect(writer.enqueue([1]) == .closed)
-    #expect(writer.takeNext() == .idle)
     #expect(writer.close(.shutdownAndLinger) == nil)
+    #expect(writer.close(.now) == nil)
+    // The write in between: counted, and no report (nobody waits on a closed connection).
+    #expect(writer.write(300) == false)
+    #expect(writer.queue.queuedBytes == 600 + writer.overhead - 300)
+    _ = writer.write(.max)
+    #expect(writer.takeNext() == .seal, "queued before the close: it may still go")
+    #expect(writer.queue.queuedBytes == 100 + writer.overhead)
+    // The socket closes: everything is dropped.
+    writer.socketClosed()
+    #expect(writer.queue.queuedBytes == 0)
+    #expect(writer.queue.plaintext.isEmpty)
+    #expect(writer.takeNext() == .idle)
+    #expect(writer.enqueue([1]) == .closed)
   }
 
   /// Random enqueues (three limits), partial writes, requests to be told, and a close at
@@ -186,6 +206,7 @@ struct SendQueueTests {
     var lowWater = 0
     var closing = false
     var closedNow = false
+    var socketClosed = false
     var checked = 0  // bytes of `taken` compared with `accepted` so far
     for _ in 0..<2000 {
       switch Int.random(in: 0..<100, using: &random) {
@@ -245,18 +266,26 @@ struct SendQueueTests {
         #expect(asked == expected)
         if asked { lowWater = max(lowWater, threshold) }
       default:
-        if Bool.random(using: &random) {
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0:
           let step = writer.close(.shutdownAndLinger)
           #expect(step == (closing || closedNow ? nil : .flushAndLinger))
           closing = closing || !closedNow
-        } else {
+        case 1:
           #expect(writer.close(.now) == (closedNow ? nil : .closeNow))
           closedNow = true
           closing = false
           toldBelowHalf = false
           lowWater = 0
+        default:
+          // The socket closes (asked, or the peer closed it): everything goes.
+          writer.socketClosed()
+          socketClosed = true
+          closedNow = true
+          closing = false
+          toldBelowHalf = false
+          lowWater = 0
           flushPending = false
-          writer.unwritten = 0
         }
       }
       // Invariants after every step.
@@ -267,7 +296,7 @@ struct SendQueueTests {
         checked = writer.taken.count
       }
       if !writer.queue.plaintext.isEmpty { #expect(flushPending, "seed \(seed): bytes wait with no flush on its way") }
-      if closedNow { #expect(writer.queue.queuedBytes == 0) }
+      if socketClosed { #expect(writer.queue.queuedBytes == 0 && writer.queue.plaintext.isEmpty) }
     }
     // Drain: when lingering, everything accepted goes out, then CLOSE and the shutdown.
     guard !closedNow else { return }

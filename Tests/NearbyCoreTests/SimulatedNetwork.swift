@@ -176,7 +176,7 @@ struct SimulatedNetwork {
         untaken[node, default: []].append(TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue))
       case .settled(let report):
         settled[node, default: []].append(report)
-      case .transferFrame(let frame, let peer):
+      case .transferFrame(let frame, let peer, _):
         transferFrames[node, default: []].append((frame, peer))
       case .federate(let output):
         federationOutputs.append((node, output))

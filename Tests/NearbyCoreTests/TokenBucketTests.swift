@@ -31,4 +31,18 @@ struct TokenBucketTests {
     #expect(take(1, at: .zero) == false, "emptied")
     #expect(take(1, at: .seconds(1)) == true, "not overdrawn: one second gives one")
   }
+
+  /// Looking does not take; a bucket that refilled to its burst is as good as a new one
+  /// (the session drops those when it keeps many).
+  @Test func lookingWithoutTakingAndTellingAFullBucket() {
+    var bucket = TokenBucket()
+    #expect(bucket.isFull(burst: 2, perSecond: 1, now: .zero), "never used")
+    #expect(bucket.canTake(burst: 2, perSecond: 1, now: .zero))
+    _ = bucket.take(2, burst: 2, perSecond: 1, now: .zero)
+    #expect(bucket.canTake(burst: 2, perSecond: 1, now: .zero) == false)
+    #expect(bucket.canTake(burst: 2, perSecond: 1, now: .zero) == false, "looking took nothing, and gave nothing")
+    #expect(bucket.isFull(burst: 2, perSecond: 1, now: .milliseconds(1999)) == false)
+    #expect(bucket.canTake(burst: 2, perSecond: 1, now: .seconds(1)))
+    #expect(bucket.isFull(burst: 2, perSecond: 1, now: .seconds(2)))
+  }
 }

@@ -126,6 +126,13 @@ final class PacketCapture: @unchecked Sendable {
   func stop() -> Result {
     running.store(false, ordering: .releasing)
     done.wait()
+    // What the kernel holds and the thread did not read yet is checked too.
+    var buffer = [UInt8](repeating: 0, count: 70_000)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+      guard count > 0 else { break }
+      packets.withLock { $0.append(Array(buffer[0..<count])) }
+    }
     let dropped = Self.statistics(fd).dropped
     return Result(payloads: packets.withLock { $0 }.compactMap { Self.tcpPayload($0, ports: ports) }, dropped: dropped)
   }

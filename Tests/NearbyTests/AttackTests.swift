@@ -142,9 +142,9 @@ struct AttackTests {
   @Test func aCaptureOfTheLinkShowsNoTextContextOrNames() async throws {
     let alice = try await RunningSession.start("alice-7f3c")
     let bob = try await RunningSession.start("bob-91ae", policy: .all)
-    // Before any packet between them: alice dials bob's port, and connects from a port of
-    // her own, so bob's port is on every packet of their connection.
-    let capture = try PacketCapture(ports: [bob.port])
+    // Before any packet between them; both listening ports (a connection either way has one
+    // of them on every packet).
+    let capture = try PacketCapture(ports: [alice.port, bob.port])
     await alice.session.invite(endpoints: [bob.endpoint], context: Array("lunch at noon, the usual place".utf8))
     _ = try await alice.expect("connected") { if case .connected = $0 { true } else { nil } }
     let id = try await alice.session.send(Array("the secret is swordfish".utf8), to: .all)

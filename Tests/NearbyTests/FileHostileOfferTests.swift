@@ -151,6 +151,41 @@ struct FileHostileOfferTests {
     return frames
   }
 
+  /// Offers that come through a relay are counted against the relay's connection as well as
+  /// against their peer: a hostile relay can make up thousands of peers, each with a burst of
+  /// its own. And the buckets kept stay few: those that refilled are dropped.
+  @Test func offersAreCountedPerCarryingConnectionAndTheBucketsStayFew() async throws {
+    let bob = try await RunningSession.start("bob") {
+      $0.transferTuning.offerBurst = 4
+      $0.transferTuning.offersPerSecond = 0.001
+    }
+    let relay = ConnectionID(1 << 50)
+    var answers: [Bool] = []
+    for _ in 0..<10 { answers.append(await bob.session.offerRefusal(from: PeerID.random(), via: relay, asks: true) == nil) }
+    #expect(answers == [true, true, true, true, false, false, false, false, false, false], "4 through one relay, whoever they come from")
+    #expect(await bob.session.offerRefusal(from: PeerID.random(), via: ConnectionID(2 << 50), asks: true) == nil, "another connection has its own")
+    let known = PeerID.random()
+    for _ in 0..<4 { _ = await bob.session.offerRefusal(from: known, via: ConnectionID(3 << 50), asks: true) }
+    #expect(await bob.session.offerRefusal(from: known, via: ConnectionID(4 << 50), asks: true) != nil, "and each peer its own, on any connection")
+    try await bob.stop()
+
+    // Buckets refill in 4 µs here: after 5 000 offerers, few remain.
+    let carol = try await RunningSession.start("carol") {
+      $0.transferTuning.offerBurst = 4
+      $0.transferTuning.offersPerSecond = 1_000_000
+    }
+    var refused = 0
+    for index in 0..<5000 {
+      if await carol.session.offerRefusal(from: PeerID.random(), via: ConnectionID(UInt64(5 << 50) + UInt64(index)), asks: true) != nil {
+        refused += 1
+      }
+    }
+    let kept = await carol.session.files.offerAllowance.count
+    #expect(kept < 4096, "\(kept) buckets kept")
+    #expect(refused == 0, "fresh peers on fresh connections: \(refused) refused")
+    try await carol.stop()
+  }
+
   /// The transfers among `ids` that `frames` refuse as `busy`.
   static func busyRefusals(_ frames: [Frame], among ids: Set<TransferID>) -> Set<TransferID> {
     Set(

@@ -13,14 +13,20 @@ struct FileTransfers {
   var cancelOwed: [TransferID: PeerID] = [:]
   /// Sender: counts the times a drained queue was shared out (whose turn is first).
   var turn: UInt64 = 0
-  /// Receiver: new offers each peer may still make (``TransferTuning/offerBurst``).
-  var offerAllowance: [PeerID: TokenBucket] = [:]
+  /// Receiver: new offers each peer, and each connection that carries offers (a relay's
+  /// carries those of many peers), may still make (``TransferTuning/offerBurst``).
+  var offerAllowance: [OfferSource: TokenBucket] = [:]
+
+  enum OfferSource: Hashable {
+    case peer(PeerID)
+    case carrier(ConnectionID)
+  }
   /// Receiver: transfers of an earlier run, resumed when their sender offers them again.
   var restored: [TransferID: TransferStore.Record] = [:]
   var store: TransferStore?
   /// Records have been read (frames that arrive earlier wait in ``pending``).
   var loaded = false
-  var pending: [(TransferFrame, PeerID)] = []
+  var pending: [(TransferFrame, PeerID, ConnectionID)] = []
   /// What ``pending`` holds, about, in bytes (see ``pendingLimit``).
   var pendingBytes = 0
   /// What waits for the records at most: 1 024 frames and 16 MiB (FILE frames are up to
