@@ -91,16 +91,16 @@ let package = Package(
     .target(
       name: "NearbyBench",
       dependencies: [
-        "Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbySystem", "CNearbySystem", "NearbyFederation",
-        "NearbyLab", "NearbyTestSupport",
+        "Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbySystem", "CNearbySystem", "NearbyFederation", "NearbyLab",
       ],
       swiftSettings: strict
     ),
-    // The private-LAN harness (network namespaces with their own Avahi) and `nearby lab`:
-    // several peers on such LANs.
+    // The harnesses: the private LAN (network namespaces with their own Avahi) and `nearby
+    // lab` (several peers on such LANs), a local NATS cluster, and a hand-driven protocol peer
+    // (the hostile-peer tests' and the benchmark's floods).
     .target(
       name: "NearbyLab",
-      dependencies: ["NearbySystem", "NearbyScript", "CNearbySystem"],
+      dependencies: ["NearbySystem", "NearbyScript", "NearbyCore", "NearbyCrypto", "CNearbySystem"],
       swiftSettings: strict
     ),
     // The harness's command line (scripts/lan runs it).
@@ -114,11 +114,10 @@ let package = Package(
       swiftSettings: strict
     ),
 
-    // Helpers shared by the test targets, and the hand-driven hostile peer (SecureTestPeer)
-    // that `nearby bench --only hostile` floods a relay with.
+    // Helpers shared by the test targets.
     .target(
       name: "NearbyTestSupport",
-      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbySystem"],
+      dependencies: ["NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbySystem", "NearbyLab"],
       path: "Tests/NearbyTestSupport",
       swiftSettings: strict
     ),
@@ -134,7 +133,7 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTransportTests",
-      dependencies: ["NearbyTransport", "NearbyCore", "NearbyCrypto", "NearbyTestSupport", "CNearbySystem"],
+      dependencies: ["NearbyTransport", "NearbyCore", "NearbyCrypto", "NearbyTestSupport", "NearbyLab", "CNearbySystem"],
       swiftSettings: strict
     ),
     .testTarget(
@@ -144,7 +143,9 @@ let package = Package(
     ),
     .testTarget(
       name: "NearbyTests",
-      dependencies: ["Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyTestSupport", "CNearbySystem", "NearbyRelay"],
+      dependencies: [
+        "Nearby", "NearbyCore", "NearbyCrypto", "NearbyTransport", "NearbyTestSupport", "NearbyLab", "CNearbySystem", "NearbyRelay",
+      ],
       swiftSettings: strict
     ),
     .testTarget(

@@ -1,6 +1,6 @@
 import Nearby
 import NearbyCore
-import NearbyTestSupport
+import NearbyLab
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import NearbyLab
 import Synchronization
 
 #if canImport(Glibc)

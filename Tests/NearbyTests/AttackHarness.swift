@@ -1,6 +1,7 @@
 import Foundation
 import NearbyCore
 import NearbyCrypto
+import NearbyLab
 import NearbyTestSupport
 import Synchronization
 

@@ -2,6 +2,7 @@ import CNearbySystem
 import Nearby
 import NearbyCore
 import NearbyCrypto
+import NearbyLab
 import NearbyTestSupport
 import Testing
 

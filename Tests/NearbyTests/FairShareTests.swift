@@ -1,4 +1,5 @@
 import Nearby
+import NearbyLab
 import NearbyTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Nearby
 import NearbyCore
+import NearbyLab
 import NearbyTestSupport
 
 /// Completes the handshake and an accepted invitation, then says nothing more (a pulled

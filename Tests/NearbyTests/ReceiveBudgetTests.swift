@@ -2,6 +2,7 @@ import Foundation
 import Nearby
 import NearbyCore
 import NearbyCrypto
+import NearbyLab
 import NearbyTestSupport
 import Testing
 

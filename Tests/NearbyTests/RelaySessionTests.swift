@@ -1,6 +1,7 @@
 import Foundation
 import Nearby
 import NearbyCore
+import NearbyLab
 import NearbyRelay
 import NearbyTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Nearby
 import NearbyCore
 import NearbyCrypto
+import NearbyLab
 import NearbyTestSupport
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import NearbyCore
+import NearbyLab
 import NearbyTestSupport
 import Testing
 

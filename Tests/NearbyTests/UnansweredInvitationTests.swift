@@ -1,6 +1,7 @@
 import Glibc
 import Nearby
 import NearbyCore
+import NearbyLab
 import NearbyTestSupport
 import Testing
 

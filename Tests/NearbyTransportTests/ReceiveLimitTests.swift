@@ -1,5 +1,6 @@
 import NearbyCore
 import NearbyCrypto
+import NearbyLab
 import NearbyTestSupport
 import NearbyTransport
 import Synchronization

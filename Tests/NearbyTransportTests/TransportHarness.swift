@@ -1,6 +1,7 @@
 import CNearbySystem
 import Foundation
 import NearbyCore
+import NearbyLab
 import NearbyTestSupport
 import NearbyTransport
 import Synchronization

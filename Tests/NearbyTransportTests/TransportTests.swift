@@ -2,6 +2,7 @@ import CNearbySystem
 import Foundation
 import NearbyCore
 import NearbyCrypto
+import NearbyLab
 import NearbyTestSupport
 import NearbyTransport
 import Synchronization

@@ -31,7 +31,7 @@ package enum LoopbackSocket {
   /// A socket bound to a free port of 127.0.0.1, listening with `backlog` unless it is nil.
   private static func bound(listening backlog: Int32?, reuseAddress: Bool = false) throws -> (fd: Int32, port: UInt16) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw WaitError(description: "socket failed: errno \(errno)") }
+    guard fd >= 0 else { throw LoopbackSocketError("socket failed: errno \(errno)") }
     if reuseAddress {
       var yes: Int32 = 1
       setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -49,7 +49,7 @@ package enum LoopbackSocket {
     if let failed {
       let code = errno
       close(fd)
-      throw WaitError(description: "binding 127.0.0.1: \(failed) failed: errno \(code)")
+      throw LoopbackSocketError("binding 127.0.0.1: \(failed) failed: errno \(code)")
     }
     return (fd, UInt16(bigEndian: address.sin_port))
   }
@@ -58,7 +58,7 @@ package enum LoopbackSocket {
   /// - Throws: ``WaitError`` naming the call that failed and its errno.
   package static func connected(to port: UInt16, receiveBuffer: Int32? = nil, source: String? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw WaitError(description: "socket failed: errno \(errno)") }
+    guard fd >= 0 else { throw LoopbackSocketError("socket failed: errno \(errno)") }
     if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
     if let source {
       var local = address(port: 0)
@@ -81,7 +81,13 @@ package enum LoopbackSocket {
     guard result == 0 else {
       let code = errno
       close(fd)
-      throw WaitError(description: "\(what) failed: errno \(code)")
+      throw LoopbackSocketError("\(what) failed: errno \(code)")
     }
   }
+}
+
+/// A loopback socket could not be made (the system call and its errno).
+package struct LoopbackSocketError: Error, CustomStringConvertible {
+  package let description: String
+  package init(_ description: String) { self.description = description }
 }

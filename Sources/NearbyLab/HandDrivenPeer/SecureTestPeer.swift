@@ -8,8 +8,8 @@ import NearbyCrypto
 
 /// A hand-driven protocol version 2 peer on a blocking socket: it runs the real handshake
 /// (NearbyCrypto's, as a conforming peer would), then lets a test send whatever frames,
-/// records or raw bytes it likes — the tool of the hostile-peer tests. Its reads have a
-/// timeout, so a test never hangs on it.
+/// records or raw bytes it likes — the tool of the hostile-peer tests and of the benchmark's
+/// floods (`nearby bench --only hostile`). Its reads have a timeout, so a test never hangs on it.
 package final class SecureTestPeer: @unchecked Sendable {
   package let fd: Int32
   package let identity: IdentityKeyPair
