@@ -366,5 +366,6 @@ extension SessionStateMachine {
     else { return }
     if connections.contains(where: { $0.key != except && $0.value.peerID == peerID }) { return }
     peers[peerID] = nil
+    forgetSite(of: peerID)
   }
 }

@@ -215,18 +215,21 @@ extension SessionStateMachine {
     connection(id, { $0.machine?.remoteHello?.capabilities.contains(.federation) == true }) ?? false
   }
 
-  /// A roster that carries sites: remember them (before routes change, so that offline peers
-  /// are reported unreachable rather than reachable).
-  mutating func noteSites(_ roster: Frame.Roster) {
-    guard roster.carriesSites else { return }
-    for entry in roster.entries where entry.peer.id != localPeer.id {
-      if roster.kind == .remove {
-        federation.sites[entry.peer.id] = nil
-      } else if let site = entry.site {
-        federation.sites[entry.peer.id] = site
-      }
-    }
+  /// The site of an entry taken from a roster that carries sites (before routes change, so
+  /// that offline peers are reported unreachable rather than reachable). Kept while the peer
+  /// is known: ``forgetSite(of:)`` drops it with the peer's record.
+  mutating func noteSite(of entry: Frame.Roster.Entry, in roster: Frame.Roster) {
+    guard roster.carriesSites, let site = entry.site else { return }
+    federation.sites[entry.peer.id] = site
   }
+
+  /// The peer's record is gone: so is its site.
+  mutating func forgetSite(of id: PeerID) {
+    federation.sites[id] = nil
+  }
+
+  /// How many peers' sites are known (diagnostics and tests).
+  package var knownSiteCount: Int { federation.sites.count }
 
   // MARK: Receipts sent again
 

@@ -105,7 +105,6 @@ extension SessionStateMachine {
       rosterLimitExceeded(id, "more than \(limits.burst) ROSTER frames at once, or \(Int(limits.framesPerSecond)) a second", now: now, into: &actions)
       return
     }
-    noteSites(roster)
     var changed: [PeerID] = []
     if roster.kind == .full {
       for (other, record) in peers where record.routes[id] != nil {
@@ -128,12 +127,14 @@ extension SessionStateMachine {
       // `peers[other]?.…` hashed the id again: a debug build spent a fifth of a roster there).
       let known = peers.index(forKey: other)
       if roster.kind == .remove {
+        if roster.carriesSites { federation.sites[other] = nil }
         guard let known, peers.values[known].routes.removeValue(forKey: id) != nil else { continue }
         routes -= 1
       } else if entry.hops >= 1, entry.hops <= Self.maximumRouteHops {
         let previous = known.flatMap { peers.values[$0].routes[id] }
         // Only changes count (and are passed on): a relay repeating itself costs little.
         if let known, previous == entry.hops, peers.values[known].peer.name == entry.peer.name || peers.values[known].session != nil {
+          noteSite(of: entry, in: roster)
           continue
         }
         if previous == nil {
@@ -161,6 +162,9 @@ extension SessionStateMachine {
           Self.learn(entry, via: id, into: &record)
           peers[other] = record
         }
+        // Only for an entry taken (its key owns its id, within the limits): a site of each
+        // entry a relay sent was kept before, forged ones included, and never forgotten.
+        noteSite(of: entry, in: roster)
       } else {
         continue
       }

@@ -269,6 +269,7 @@ package struct SessionStateMachine: Sendable {
     actions.append(.emit(.lost(record.peer)))
     if record.session == nil && record.outbound == nil && !hasConnections(to: id) && reconnection.sessions[id] == nil {
       peers[id] = nil
+      forgetSite(of: id)
     } else {
       peers[id] = record
     }

@@ -86,7 +86,7 @@ extension Federation {
         { machine, actions, _ in machine.federationReceived(frame, for: id, into: &actions) },
         then: { [weak self] result in
           guard let self else { return }
-          self.queue.async { self.handedOver(result, stored, to: id, token: token) }
+          self.queue.async { self.handedOver(result, stored, to: id, token: token, deliveries: delivery.deliveries) }
         })
     case .delivered(let receipt):
       ledger.answered(origin: receipt.origin, ids: receipt.ids, recipient: receipt.recipient)
@@ -120,16 +120,31 @@ extension Federation {
       })
   }
 
-  private func handedOver(_ result: FederationDelivery, _ message: Frame.Message, to id: PeerID, token: String) {
+  /// The delay of a delivery again while the origin of a message is unknown.
+  static let unknownOriginRetry = Duration.seconds(2)
+
+  private func handedOver(_ result: FederationDelivery, _ message: Frame.Message, to id: PeerID, token: String, deliveries: UInt64) {
     switch result {
     case .handedOn:
       statistics.delivered += 1
     case .notHere:
       ledger.notDelivered(origin: message.sender, id: message.id, recipient: id)
     case .unknownOrigin:
-      // Its origin's presence has not arrived yet: the stream delivers it again in a moment.
       ledger.notDelivered(origin: message.sender, id: message.id, recipient: id)
-      try? connection?.publish(token, Array(#"-NAK {"delay": 2000000000}"#.utf8))
+      // Delivered this many times, each 2 s after the last: no presence came for its origin
+      // meanwhile (nor after a restart of this relay, whose presence loads in seconds).
+      if Duration.seconds(Int64(clamping: deliveries)) * 2 >= configuration.unknownOriginGiveUp {
+        statistics.rejected += 1
+        report(
+          .warning(
+            "dropped a stored message for \(id.shortHex) from \(message.sender.shortHex): no presence names its origin after \(configuration.unknownOriginGiveUp.formattedSeconds)"
+          ))
+        acknowledge(token)
+        return
+      }
+      // Its origin's presence has not arrived yet: the stream delivers it again in a moment.
+      let delay = Self.unknownOriginRetry.components.seconds * 1_000_000_000
+      try? connection?.publish(token, Array(#"-NAK {"delay": \#(delay)}"#.utf8))
     case .rejected(let why):
       ledger.notDelivered(origin: message.sender, id: message.id, recipient: id)
       statistics.rejected += 1

@@ -20,6 +20,12 @@ public struct FederationConfiguration: Sendable, Equatable {
   public var replicas = 3
   /// A message handed to a peer here and not acknowledged is delivered again after this.
   public var acknowledgementWait: Duration = .seconds(30)
+  /// A stored message whose origin no presence names is delivered again every 2 s (its
+  /// presence may be on its way); after being so for this long it is dropped, with a warning.
+  /// (Delivered again for ever, 1 024 of them from anyone holding the NATS credentials
+  /// filled the peer's consumer, and its real messages waited behind them for the stream's
+  /// age limit.)
+  public var unknownOriginGiveUp: Duration = .seconds(90)
   /// The stream of messages, receipts and reports, one subject per recipient.
   public var stream = "NEARBY"
   /// The key-value bucket of presence.

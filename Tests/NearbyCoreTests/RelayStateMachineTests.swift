@@ -29,6 +29,32 @@ struct RelayStateMachineTests {
     return net
   }
 
+  /// A peer posing as a relay sends rosters that carry sites, for entries whose keys do not
+  /// own their ids: none is taken, and no site is kept (each was, for ever: a burst of 256
+  /// rosters of 4 096 entries, then 64 a second). A site of an entry taken goes when the
+  /// peer is forgotten.
+  @Test func sitesOfForgedRosterEntriesAreNotKeptAndTakenOnesGoWithTheirPeer() throws {
+    var net = network()
+    let relay = try #require(net.nodes[a]!.sessionConnection(Self.r1.id))
+    let forged = (0..<2000).map { index in
+      let id = PeerID.random()
+      return Frame.Roster.Entry(
+        peer: Peer(id: id, name: try! DisplayName("fake-\(index)")), hops: 1, publicKey: SimulatedNetwork.key(of: PeerID.random()),
+        site: PeerSite(name: "elsewhere", isOnline: true))
+    }
+    net.act(a) { m, x, now in m.received([.roster(Frame.Roster(kind: .add, entries: forged, carriesSites: true))], on: relay, now: now, into: &x) }
+    #expect(net.nodes[a]!.knownSiteCount == 0)
+    // An entry whose key owns its id: taken, with its site.
+    let dave = Peer(id: PeerID.random(), name: try! DisplayName("dave"))
+    let real = Frame.Roster.Entry(peer: dave, hops: 1, publicKey: SimulatedNetwork.key(of: dave.id), site: PeerSite(name: "far", isOnline: true))
+    net.act(a) { m, x, now in m.received([.roster(Frame.Roster(kind: .add, entries: [real], carriesSites: true))], on: relay, now: now, into: &x) }
+    #expect(net.nodes[a]!.knownSiteCount == 1)
+    #expect(net.nodes[a]!.site(of: dave.id) == PeerSite(name: "far", isOnline: true))
+    // Removed: the relay no longer routes to dave, alice forgets him and his site.
+    net.act(a) { m, x, now in m.received([.roster(Frame.Roster(kind: .remove, entries: [real], carriesSites: true))], on: relay, now: now, into: &x) }
+    #expect(net.nodes[a]!.knownSiteCount == 0)
+  }
+
   @Test func peersBehindOneRelayReachEachOtherWithDelivery() throws {
     var net = network()
     #expect(net.take(a).contains(.reachable(Fixture.carol, via: Self.r1)))

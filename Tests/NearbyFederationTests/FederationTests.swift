@@ -76,6 +76,43 @@ struct FederationTests {
     }
   }
 
+  /// Anyone holding the NATS credentials can store messages for a peer from origins no
+  /// presence names: they were delivered again every 2 s for ever, and 1 024 of them filled
+  /// the peer's consumer. Now they are dropped once they have waited
+  /// `unknownOriginGiveUp`; a real message still arrives.
+  @Test func storedMessagesFromOriginsNobodyKnowsAreDroppedAfterAWhile() async throws {
+    try await NATSFixture.withServers(1) { nats in
+      let urls = nats.plan.clientURLs
+      let r1 = try await SiteSession.relay("r1", site: "site1", servers: urls) { $0.unknownOriginGiveUp = .seconds(4) }
+      let r3 = try await SiteSession.relay("r3", site: "site3", servers: urls)
+      let alice = try await SiteSession.peer("alice")
+      let carol = try await SiteSession.peer("carol")
+      try await alice.join(r1)
+      try await carol.join(r3)
+      _ = try await carol.expect("alice reachable") { if case .reachable(let p, _) = $0, p.id == alice.peer.id { true } else { nil } }
+      let work = NATSWorkQueue(label: "mallory")
+      let mallory = try await work.run { () throws(NATSError) in
+        try NATSConnection.connect(NATSSettings(servers: urls, name: "mallory"), onEvent: { _ in })
+      }
+      defer { mallory.close() }
+      let subject = FederationConfiguration(nats: NATSSettings(servers: urls, name: "x"), site: "x").subject(for: alice.peer.id)
+      let junk = (0..<20).map { n in
+        FrameEncoder.encode(
+          .message(Frame.Message(id: UInt64(n), sender: PeerID.random(), timestamp: 0, recipients: [alice.peer.id], body: [1, 2, 3])))
+      }
+      try await work.run { () throws(NATSError) in for frame in junk { try mallory.publish(subject, frame) } }
+      let federation = try #require(r1.federation)
+      let deadline = ContinuousClock.now + .seconds(30)
+      while await federation.currentStatistics().rejected < 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+      #expect(await federation.currentStatistics().rejected >= 20, "the 20 stored messages of unknown origins were dropped")
+      let id = try await carol.session.send(Array("still here".utf8), to: .peers([alice.peer.id]))
+      let got = try await alice.message("carol's message", from: carol.peer.id)
+      #expect(got.body == Array("still here".utf8))
+      _ = try await carol.expect("delivered") { if case .delivered(id, _) = $0 { true } else { nil } }
+      for session in [alice, carol, r1, r3] { try await session.stop() }
+    }
+  }
+
   @Test func whenTheNATSServerARelayUsesIsKilledMessagingContinues() async throws {
     try await NATSFixture.withServers(3) { nats in
       let urls = nats.plan.clientURLs
