@@ -75,17 +75,25 @@ extension SessionStateMachine {
     }
   }
 
-  /// Runs due attempts (from ``tick(now:into:)``).
+  /// The most invitations the session has on their way by itself at once. Anyone can
+  /// publish DNS-SD records: a relay with `connectFound` dialled every made-up id at once,
+  /// each at an address of the publisher's choosing, as often as the backoff allowed (a
+  /// reflector, and its descriptors ran out).
+  static let maximumAutoConnectsInFlight = 16
+
+  /// Runs due attempts (from ``tick(now:into:)``), at most ``maximumAutoConnectsInFlight``
+  /// at once: the others wait a second.
   mutating func runAutoConnect(now: Duration, into actions: inout [SessionAction]) {
     guard !isShuttingDown, !autoConnect.isEmpty else { return }
+    var inFlight = autoConnect.keys.count { peers[$0]?.outbound != nil }
     for id in autoConnect.keys.sorted() {
       guard var entry = autoConnect[id], entry.nextAttempt <= now else { continue }
       guard let record = peers[id], record.session == nil else {
         autoConnect[id] = nil
         continue
       }
-      if record.outbound != nil || isSuspended(id) || record.discovered?.endpoints.isEmpty != false {
-        // Busy, or not on the network now: look again in a second.
+      if record.outbound != nil || isSuspended(id) || record.discovered?.endpoints.isEmpty != false || inFlight >= Self.maximumAutoConnectsInFlight {
+        // Busy, not on the network now, or enough on their way: look again in a second.
         entry.nextAttempt = now + .seconds(1)
         autoConnect[id] = entry
         continue
@@ -94,6 +102,7 @@ extension SessionStateMachine {
       entry.nextAttempt = now + Self.backoff(afterAttempts: entry.attempts)
       autoConnect[id] = entry
       invite(id, context: [], now: now, into: &actions)
+      inFlight += 1
     }
   }
 

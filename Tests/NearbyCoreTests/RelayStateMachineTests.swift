@@ -29,6 +29,36 @@ struct RelayStateMachineTests {
     return net
   }
 
+  /// A relay with `connectFound` and 100 peers found (anyone can publish records, each with
+  /// an address of its choosing): 16 invitations on their way at once, the next one only when
+  /// one of them ends. (All 100 were dialled at once, and again after each backoff.)
+  @Test func aRelayInvitesAtMost16FoundPeersAtOnce() throws {
+    var configuration = SessionStateMachine.Configuration(local: Self.r1)
+    configuration.capabilities = .relay
+    configuration.connectFound = true
+    configuration.endToEnd = SimulatedEndToEnd(local: Self.r1.id)
+    var relay = SessionStateMachine(configuration: configuration, messageIDSeed: 1, invitationIDSeed: 1)
+    var actions: [SessionAction] = []
+    for index in 0..<100 {
+      let peer = Peer(id: PeerID.random(), name: try DisplayName("found-\(index)"))
+      relay.discovered(
+        DiscoveredPeer(advertisement: PeerAdvertisement(peer: peer), hostName: "h\(index).local.", endpoints: [Endpoint(host: "192.0.2.1", port: 9)]),
+        into: &actions)
+    }
+    func connects(_ actions: [SessionAction]) -> [ConnectionID] { actions.compactMap { if case .connect(let id, _) = $0 { id } else { nil } } }
+    actions = []
+    relay.tick(now: .seconds(1), into: &actions)
+    let first = connects(actions)
+    #expect(first.count == 16)
+    actions = []
+    relay.tick(now: .seconds(3), into: &actions)
+    #expect(connects(actions).isEmpty, "16 on their way")
+    relay.connectFailed(first[0], detail: "no answer within 5 s", now: .seconds(4), into: &actions)
+    actions = []
+    relay.tick(now: .seconds(5), into: &actions)
+    #expect(connects(actions).count == 1, "one ended: one more")
+  }
+
   /// A peer posing as a relay sends rosters that carry sites, for entries whose keys do not
   /// own their ids: none is taken, and no site is kept (each was, for ever: a burst of 256
   /// rosters of 4 096 entries, then 64 a second). A site of an entry taken goes when the
