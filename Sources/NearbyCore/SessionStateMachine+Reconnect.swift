@@ -30,6 +30,8 @@ extension SessionStateMachine {
     var taken: UInt64?
     /// Where we reached the peer (a connector), for when it is not discovered any more.
     var endpoints: [Endpoint]
+    /// The endpoint where the peer last answered (a connector): tried first by every attempt.
+    var reached: Endpoint?
     /// Earlier connections of the session, oldest first: the application may still take
     /// messages that came through them.
     var former: [ConnectionID] = []
@@ -131,7 +133,8 @@ extension SessionStateMachine {
     guard let machine = connections[id]?.machine, let sessionID = machine.sessionID else { return }
     let resumable = offersResumption && machine.peerOffersResumption
     reconnection.sessions[peerID] = SessionContinuity(
-      id: sessionID, isConnector: machine.isConnector, resumable: resumable, endpoints: connections[id]?.endpoints ?? [])
+      id: sessionID, isConnector: machine.isConnector, resumable: resumable, endpoints: connections[id]?.endpoints ?? [],
+      reached: connections[id]?.reached)
     updateConnection(id) { $0.unacked.keepsMessages = resumable }
   }
 
@@ -215,27 +218,38 @@ extension SessionStateMachine {
   /// The most endpoints a reconnecting session keeps for its peer.
   static let maximumReconnectEndpoints = 16
 
-  /// Dials the peer again: its discovered endpoints, then the ones dialled before, each
-  /// attempt starting from the next of them.
+  /// Dials the peer again: where it last answered first, then its discovered endpoints and
+  /// the ones dialled before, in turns, each attempt starting from the next of them.
   ///
-  /// A DNS-SD record anybody can publish with the peer's id may name another host, whose
-  /// handshake then ends the attempt: with the discovered endpoints alone, first in every
-  /// attempt, such a record sent each attempt there until the grace period ended the
-  /// session.
+  /// A DNS-SD record anybody can publish with the peer's id may name other hosts: with the
+  /// discovered endpoints alone, first in every attempt, such a record sent each attempt
+  /// there until the grace period ended the session; and with 16 of them, first in a list
+  /// of 16, the endpoints dialled before were left out.
   mutating func startReconnectAttempt(_ peerID: PeerID, now: Duration, into actions: inout [SessionAction]) {
     guard var session = reconnection.sessions[peerID], var suspension = session.suspension, suspension.attempt == nil else { return }
     if let discovered = peers[peerID]?.discovered?.endpoints, !discovered.isEmpty {
-      session.endpoints = Array((discovered + session.endpoints.filter { !discovered.contains($0) }).prefix(Self.maximumReconnectEndpoints))
+      // Taken in turns: the endpoints dialled before keep half the places.
+      let before = session.endpoints.filter { !discovered.contains($0) }
+      var merged: [Endpoint] = []
+      for index in 0..<max(discovered.count, before.count) {
+        if index < discovered.count { merged.append(discovered[index]) }
+        if index < before.count { merged.append(before[index]) }
+      }
+      session.endpoints = Array(merged.prefix(Self.maximumReconnectEndpoints))
     }
     suspension.attempts += 1
     suspension.nextAttempt = nil
     if let peer = peers[peerID]?.peer { actions.append(.emit(.reconnecting(peer, attempt: suspension.attempts))) }
-    if session.endpoints.isEmpty {
+    let others = session.endpoints.filter { $0 != session.reached }
+    var endpoints = session.reached.map { [$0] } ?? []
+    if !others.isEmpty {
+      let first = (suspension.attempts - 1) % others.count
+      endpoints += others[first...] + others[..<first]
+    }
+    if endpoints.isEmpty {
       suspension.nextAttempt = now + Self.reconnectBackoff(afterAttempts: suspension.attempts)
     } else {
       let connection = reserveConnectionID()
-      let first = (suspension.attempts - 1) % session.endpoints.count
-      let endpoints = Array(session.endpoints[first...] + session.endpoints[..<first])
       connections[connection] = ConnectionRecord(direction: .outbound, peerID: peerID, invite: nil, endpoints: endpoints)
       suspension.attempt = connection
       actions.append(.connect(connection, endpoints))
@@ -353,6 +367,7 @@ extension SessionStateMachine {
       return
     }
     session.suspension = nil
+    if let reached = connections[id]?.reached { session.reached = reached }
     reconnection.sessions[peerID] = session
     sessionResumed(peerID, on: id, window: suspension.window, peerHas: resume, report: true, now: now, into: &actions)
   }

@@ -69,6 +69,9 @@ package struct SessionStateMachine: Sendable {
     var unacked = ResendWindow()
     /// Outbound: where we dialled.
     var endpoints: [Endpoint] = []
+    /// Outbound: the endpoint that answered (with the handshake of the peer we dialled,
+    /// when several were tried).
+    var reached: Endpoint?
     /// The peer on this connection is a relay.
     var toRelay = false
     /// What the handshake proved about the peer.
@@ -364,8 +367,10 @@ package struct SessionStateMachine: Sendable {
 
   /// The outbound TCP connection is up: the handshake runs (its payload is our HELLO,
   /// ``helloPayload``); ``authenticated(_:_:now:into:)`` follows.
-  package mutating func connectionEstablished(_ id: ConnectionID, now: Duration, into actions: inout [SessionAction]) {
+  /// - Parameter remote: the endpoint that answered.
+  package mutating func connectionEstablished(_ id: ConnectionID, remote: Endpoint? = nil, now: Duration, into actions: inout [SessionAction]) {
     guard var record = connections[id], record.machine == nil else { return }
+    record.reached = remote
     var machine = ConnectionStateMachine(
       role: .connector(expecting: record.peerID), hello: localHello, timeouts: configuration.timeouts, now: now)
     machine.start(now: now)

@@ -151,4 +151,21 @@ struct ForgedDiscoveryTests {
     #expect(net.take(Fixture.aliceID).contains(.reconnected(Fixture.bob)))
     #expect(net.connectedNames(Fixture.aliceID) == ["bob"])
   }
+
+  /// The same with a record naming 20 other addresses, newer than bob's own: every attempt
+  /// begins where bob last answered. (The 16 endpoints an attempt keeps were all the
+  /// record's, and the session ended.)
+  @Test func aRecordNamingManyOtherAddressesCannotCrowdOutWhereThePeerAnswered() {
+    var net = Self.inSession(Fixture.alice, Fixture.bob)
+    net.partition(Fixture.aliceID, Fixture.bobID)
+    net.advance(by: .seconds(3))
+    let forged = DiscoveredPeer(
+      advertisement: PeerAdvertisement(peer: Fixture.bob), hostName: "mallory.local.",
+      endpoints: (1...20).map { Endpoint(host: "192.0.2.\($0)", port: 1) })
+    net.act(Fixture.aliceID) { m, x, _ in m.discovered(forged, into: &x) }
+    net.heal(Fixture.aliceID, Fixture.bobID)
+    net.advance(by: .seconds(10))
+    #expect(net.take(Fixture.aliceID).contains(.reconnected(Fixture.bob)))
+    #expect(net.connectedNames(Fixture.aliceID) == ["bob"])
+  }
 }

@@ -237,7 +237,8 @@ struct SimulatedNetwork {
       let source = hosts[remote] ?? remote.hex
       act(node) { machine, actions, now in machine.connectionAccepted(connection, source: source, now: now, into: &actions) }
     case .established(let node, let connection):
-      act(node) { machine, actions, now in machine.connectionEstablished(connection, now: now, into: &actions) }
+      let reached = links[Link(node: node, connection: connection)].map { Endpoint(host: $0.node.hex, port: 1) }
+      act(node) { machine, actions, now in machine.connectionEstablished(connection, remote: reached, now: now, into: &actions) }
     case .connectFailed(let node, let connection):
       act(node) { machine, actions, now in machine.connectFailed(connection, detail: "Connection refused", now: now, into: &actions) }
     case .authenticated(let node, let connection, let peer):
