@@ -12,7 +12,8 @@ package struct FederationSettings: Hashable, Sendable {
 struct FederationState: Sendable {
   /// Peers behind the federation, by presence: where they are (federated relays only).
   var remote: [PeerID: PeerSite] = [:]
-  /// Sites from rosters that carry them.
+  /// Sites from rosters that carry them: of the entries taken (a key that owns its id,
+  /// within the roster limits), while the peer's record is kept.
   var sites: [PeerID: PeerSite] = [:]
   /// Relayed messages the application took: a copy that comes again (a relay that restarted
   /// delivers what it had not seen acknowledged) gets its receipt again.

@@ -6,6 +6,14 @@ extension SessionStateMachine {
   struct AutoConnect: Sendable {
     var attempts = 0
     var nextAttempt: Duration
+    /// When it joined, in order (``autoConnectSequence``).
+    var sequence: UInt64 = 0
+  }
+
+  /// Adds `id` to those the session invites by itself, after those already waiting.
+  mutating func queueAutoConnect(_ id: PeerID, nextAttempt: Duration) {
+    autoConnectSequence &+= 1
+    autoConnect[id] = AutoConnect(nextAttempt: nextAttempt, sequence: autoConnectSequence)
   }
 
   static let maximumBackoff: Duration = .seconds(30)
@@ -25,7 +33,7 @@ extension SessionStateMachine {
     guard configuration.connectFound || lostRelay else { return }
     // A federated relay leaves the relays it finds alone: NATS joins the sites.
     if isFederated, !lostRelay, peers[id]?.discovered?.advertisement.isRelay == true { return }
-    if autoConnect[id] == nil { autoConnect[id] = AutoConnect(nextAttempt: .zero) }
+    if autoConnect[id] == nil { queueAutoConnect(id, nextAttempt: .zero) }
   }
 
   /// A session ended: decide whether to try again by ourselves.
@@ -44,7 +52,7 @@ extension SessionStateMachine {
       default: resumable[id] = nil
       }
       if configuration.connectFound || peers[id]?.isRelay == true {
-        autoConnect[id] = AutoConnect(nextAttempt: now + Self.backoff(afterAttempts: 1))
+        queueAutoConnect(id, nextAttempt: now + Self.backoff(afterAttempts: 1))
       }
     }
   }
@@ -80,19 +88,33 @@ extension SessionStateMachine {
   /// each at an address of the publisher's choosing, as often as the backoff allowed (a
   /// reflector, and its descriptors ran out).
   static let maximumAutoConnectsInFlight = 16
+  /// ... and to one address (the first a peer's records name).
+  static let maximumAutoConnectsPerAddress = 2
 
   /// Runs due attempts (from ``tick(now:into:)``), at most ``maximumAutoConnectsInFlight``
-  /// at once: the others wait a second.
+  /// at once and ``maximumAutoConnectsPerAddress`` to one address: the others wait a second.
+  /// Peers never tried go first, then those tried fewest times, each in the order they came:
+  /// made-up ids cannot take the places ahead of a real peer by sorting first (they went in
+  /// the order of their ids).
   mutating func runAutoConnect(now: Duration, into actions: inout [SessionAction]) {
     guard !isShuttingDown, !autoConnect.isEmpty else { return }
-    var inFlight = autoConnect.keys.count { peers[$0]?.outbound != nil }
-    for id in autoConnect.keys.sorted() {
+    var inFlight = 0
+    var perAddress: [String: Int] = [:]
+    for id in autoConnect.keys where peers[id]?.outbound != nil {
+      inFlight += 1
+      if let host = peers[id]?.discovered?.endpoints.first?.host { perAddress[host, default: 0] += 1 }
+    }
+    let order = autoConnect.sorted { ($0.value.attempts, $0.value.sequence) < ($1.value.attempts, $1.value.sequence) }.map(\.key)
+    for id in order {
       guard var entry = autoConnect[id], entry.nextAttempt <= now else { continue }
       guard let record = peers[id], record.session == nil else {
         autoConnect[id] = nil
         continue
       }
-      if record.outbound != nil || isSuspended(id) || record.discovered?.endpoints.isEmpty != false || inFlight >= Self.maximumAutoConnectsInFlight {
+      let host = record.discovered?.endpoints.first?.host
+      if record.outbound != nil || isSuspended(id) || host == nil || inFlight >= Self.maximumAutoConnectsInFlight
+        || perAddress[host!, default: 0] >= Self.maximumAutoConnectsPerAddress
+      {
         // Busy, not on the network now, or enough on their way: look again in a second.
         entry.nextAttempt = now + .seconds(1)
         autoConnect[id] = entry
@@ -103,6 +125,7 @@ extension SessionStateMachine {
       autoConnect[id] = entry
       invite(id, context: [], now: now, into: &actions)
       inFlight += 1
+      perAddress[host!, default: 0] += 1
     }
   }
 

@@ -148,6 +148,8 @@ package struct SessionStateMachine: Sendable {
   package internal(set) var relayStatistics = RelayStatistics()
   /// Peers the session invites by itself, with their backoff.
   var autoConnect: [PeerID: AutoConnect] = [:]
+  /// Numbers the peers as they join ``autoConnect`` (the longest waiting goes first).
+  var autoConnectSequence: UInt64 = 0
   /// Peers whose session the network took (a silence, a lost connection; not an ERROR or a
   /// GOODBYE), and when: for ``resumableWindow``, their invitations are accepted without
   /// asking, within what the accept policy allows (see ``acceptsAgain(_:now:)``).
@@ -270,12 +272,11 @@ package struct SessionStateMachine: Sendable {
     guard var record = peers[id], record.discovered != nil else { return }
     record.discovered = nil
     actions.append(.emit(.lost(record.peer)))
-    if record.session == nil && record.outbound == nil && !hasConnections(to: id) && reconnection.sessions[id] == nil {
-      peers[id] = nil
-      forgetSite(of: id)
-    } else {
-      peers[id] = record
-    }
+    peers[id] = record
+    // Kept while anything else holds it: a session, a connection, a relay's route (a peer
+    // reachable through a relay was forgotten when its LAN record went, and the relay's
+    // count of the routes it gave crept up with each such loss).
+    forgetIfIdle(id)
   }
 
   private func hasConnections(to id: PeerID) -> Bool {

@@ -86,7 +86,7 @@ extension Federation {
         { machine, actions, _ in machine.federationReceived(frame, for: id, into: &actions) },
         then: { [weak self] result in
           guard let self else { return }
-          self.queue.async { self.handedOver(result, stored, to: id, token: token, deliveries: delivery.deliveries) }
+          self.queue.async { self.handedOver(result, stored, to: id, token: token, delivery: delivery) }
         })
     case .delivered(let receipt):
       ledger.answered(origin: receipt.origin, ids: receipt.ids, recipient: receipt.recipient)
@@ -123,7 +123,7 @@ extension Federation {
   /// The delay of a delivery again while the origin of a message is unknown.
   static let unknownOriginRetry = Duration.seconds(2)
 
-  private func handedOver(_ result: FederationDelivery, _ message: Frame.Message, to id: PeerID, token: String, deliveries: UInt64) {
+  private func handedOver(_ result: FederationDelivery, _ message: Frame.Message, to id: PeerID, token: String, delivery: JetStreamDelivery) {
     switch result {
     case .handedOn:
       statistics.delivered += 1
@@ -131,9 +131,13 @@ extension Federation {
       ledger.notDelivered(origin: message.sender, id: message.id, recipient: id)
     case .unknownOrigin:
       ledger.notDelivered(origin: message.sender, id: message.id, recipient: id)
-      // Delivered this many times, each 2 s after the last: no presence came for its origin
-      // meanwhile (nor after a restart of this relay, whose presence loads in seconds).
-      if Duration.seconds(Int64(clamping: deliveries)) * 2 >= configuration.unknownOriginGiveUp {
+      // Stored that long ago, and delivered before: no presence came for its origin meanwhile.
+      // (By the stored time, not the count of deliveries: the consumer is made anew whenever
+      // the peer arrives and after a reconnection, which counts from 1 again. A relay binds
+      // its consumers only once the presence has loaded, so an old message that comes right
+      // after a restart waits one more delivery.)
+      let age = Duration.nanoseconds(max(0, Self.wallClock - delivery.timestamp))
+      if delivery.deliveries >= 2, age >= configuration.unknownOriginGiveUp {
         statistics.rejected += 1
         report(
           .warning(

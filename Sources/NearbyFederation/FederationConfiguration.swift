@@ -21,7 +21,8 @@ public struct FederationConfiguration: Sendable, Equatable {
   /// A message handed to a peer here and not acknowledged is delivered again after this.
   public var acknowledgementWait: Duration = .seconds(30)
   /// A stored message whose origin no presence names is delivered again every 2 s (its
-  /// presence may be on its way); after being so for this long it is dropped, with a warning.
+  /// presence may be on its way); once it was stored this long ago it is dropped, with a
+  /// warning (so is one whose origin's presence this relay refused, or had no room for).
   /// (Delivered again for ever, 1 024 of them from anyone holding the NATS credentials
   /// filled the peer's consumer, and its real messages waited behind them for the stream's
   /// age limit.)

@@ -80,7 +80,15 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
   }
 
-  package var endpoint: Endpoint { Endpoint(host: host, port: port) }
+  /// The address as an endpoint, with the interface of an IPv6 address that has one (a
+  /// link-local address is only reachable through it).
+  package var endpoint: Endpoint {
+    var scope: UInt32 = 0
+    if family == AF_INET6 {
+      withUnsafeBytes(of: storage) { raw in scope = raw.load(as: sockaddr_in6.self).sin6_scope_id }
+    }
+    return Endpoint(host: host, port: port, interfaceIndex: scope)
+  }
 
   package var description: String { endpoint.description }
 

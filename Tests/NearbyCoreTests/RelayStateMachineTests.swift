@@ -30,33 +30,60 @@ struct RelayStateMachineTests {
   }
 
   /// A relay with `connectFound` and 100 peers found (anyone can publish records, each with
-  /// an address of its choosing): 16 invitations on their way at once, the next one only when
-  /// one of them ends. (All 100 were dialled at once, and again after each backoff.)
-  @Test func aRelayInvitesAtMost16FoundPeersAtOnce() throws {
+  /// an address of its choosing): 16 invitations on their way at once, at most 2 to one
+  /// address, in the order the peers were found (not of their ids, which a publisher makes
+  /// up); the next one only when one of them ends. (All 100 were dialled at once, and again
+  /// after each backoff.)
+  @Test func aRelayInvitesAtMost16FoundPeersAtOnceAnd2PerAddressInTheOrderFound() throws {
     var configuration = SessionStateMachine.Configuration(local: Self.r1)
     configuration.capabilities = .relay
     configuration.connectFound = true
     configuration.endToEnd = SimulatedEndToEnd(local: Self.r1.id)
     var relay = SessionStateMachine(configuration: configuration, messageIDSeed: 1, invitationIDSeed: 1)
     var actions: [SessionAction] = []
-    for index in 0..<100 {
+    // The first 5 at one address, then one address each.
+    let hosts = (0..<100).map { $0 < 5 ? "192.0.2.200" : "10.0.\($0 / 200).\($0 % 200 + 1)" }
+    for (index, host) in hosts.enumerated() {
       let peer = Peer(id: PeerID.random(), name: try DisplayName("found-\(index)"))
       relay.discovered(
-        DiscoveredPeer(advertisement: PeerAdvertisement(peer: peer), hostName: "h\(index).local.", endpoints: [Endpoint(host: "192.0.2.1", port: 9)]),
+        DiscoveredPeer(advertisement: PeerAdvertisement(peer: peer), hostName: "h\(index).local.", endpoints: [Endpoint(host: host, port: 9)]),
         into: &actions)
     }
-    func connects(_ actions: [SessionAction]) -> [ConnectionID] { actions.compactMap { if case .connect(let id, _) = $0 { id } else { nil } } }
+    func connects(_ actions: [SessionAction]) -> [(ConnectionID, String)] {
+      actions.compactMap { if case .connect(let id, let endpoints) = $0 { (id, endpoints[0].host) } else { nil } }
+    }
     actions = []
     relay.tick(now: .seconds(1), into: &actions)
     let first = connects(actions)
     #expect(first.count == 16)
+    #expect(first.filter { $0.1 == "192.0.2.200" }.count == 2, "2 to one address")
+    #expect(Set(first.map(\.1)) == Set(["192.0.2.200"] + hosts[5..<19]), "in the order found")
     actions = []
     relay.tick(now: .seconds(3), into: &actions)
     #expect(connects(actions).isEmpty, "16 on their way")
-    relay.connectFailed(first[0], detail: "no answer within 5 s", now: .seconds(4), into: &actions)
+    relay.connectFailed(first.first { $0.1 != "192.0.2.200" }!.0, detail: "no answer within 5 s", now: .seconds(4), into: &actions)
     actions = []
     relay.tick(now: .seconds(5), into: &actions)
-    #expect(connects(actions).count == 1, "one ended: one more")
+    #expect(connects(actions).map(\.1) == [hosts[19]], "one ended: the next found")
+  }
+
+  /// Carol's LAN record goes while alice reaches her through r1: alice keeps her, and a
+  /// message to her still arrives. (The record of a peer with relay routes was dropped with
+  /// its LAN record.)
+  @Test func aPeerReachedThroughARelayOutlivesItsLANRecord() throws {
+    var net = network()
+    _ = net.take(a)
+    net.act(a) { m, x, _ in m.lost(Fixture.carolID, into: &x) }
+    #expect(net.take(a).contains(.lost(Fixture.carol)))
+    #expect(net.nodes[a]!.peer(Fixture.carolID) != nil, "alice still knows carol")
+    #expect(net.nodes[a]!.publicKey(of: Fixture.carolID) != nil, "and her key")
+    var id: MessageID = 0
+    net.act(a) { m, x, now in
+      (id, _) = try! m.sendMessage(Array("still there?".utf8), to: .peers([Fixture.carolID]), timestamp: 1, now: now, into: &x)
+    }
+    net.run()
+    #expect(net.receivedTexts(c) == ["still there?"])
+    #expect(net.take(a).contains(.delivered(messageID: id, to: Fixture.carol)))
   }
 
   /// A peer posing as a relay sends rosters that carry sites, for entries whose keys do not
@@ -80,8 +107,10 @@ struct RelayStateMachineTests {
     net.act(a) { m, x, now in m.received([.roster(Frame.Roster(kind: .add, entries: [real], carriesSites: true))], on: relay, now: now, into: &x) }
     #expect(net.nodes[a]!.knownSiteCount == 1)
     #expect(net.nodes[a]!.site(of: dave.id) == PeerSite(name: "far", isOnline: true))
-    // Removed: the relay no longer routes to dave, alice forgets him and his site.
-    net.act(a) { m, x, now in m.received([.roster(Frame.Roster(kind: .remove, entries: [real], carriesSites: true))], on: relay, now: now, into: &x) }
+    // Removed (by a roster without sites): the relay no longer routes to dave, alice forgets
+    // him, and his site with him.
+    net.act(a) { m, x, now in m.received([.roster(Frame.Roster(kind: .remove, entries: [real], carriesSites: false))], on: relay, now: now, into: &x)
+    }
     #expect(net.nodes[a]!.knownSiteCount == 0)
   }
 

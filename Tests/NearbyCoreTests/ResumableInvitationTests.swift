@@ -135,7 +135,7 @@ struct ForgedDiscoveryTests {
   }
 
   /// While alice's session with bob waits to resume, a record names mallory's host for bob's
-  /// id: alice's attempts take turns between that address and bob's last one, and the
+  /// id: alice's attempts start where bob last answered, then that address, and the
   /// session resumes. (Every attempt went to mallory, whose handshake is not bob's, until
   /// the grace period ended the session.)
   @Test func aRecordNamingAnotherHostCannotStopASessionFromResuming() {

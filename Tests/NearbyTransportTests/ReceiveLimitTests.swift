@@ -186,4 +186,14 @@ struct ReceiveLimitTests {
   func sourceKeys(_ host: String, _ key: String) throws {
     #expect(try #require(SocketAddress(host: host, port: 1)).sourceKey == key)
   }
+
+  /// An address turned back into an endpoint keeps the interface of a link-local IPv6 address
+  /// (a reconnection starts where the peer answered: without it, dialling `fe80::…` failed).
+  @Test(
+    arguments: [
+      Endpoint(host: "fe80::1", port: 7, interfaceIndex: 1), Endpoint(host: "2001:db8::5", port: 8), Endpoint(host: "192.0.2.7", port: 9),
+    ])
+  func anEndpointRoundTripsThroughItsSocketAddress(_ endpoint: Endpoint) throws {
+    #expect(try #require(SocketAddress(endpoint)).endpoint == endpoint)
+  }
 }

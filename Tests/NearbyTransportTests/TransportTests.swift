@@ -132,7 +132,7 @@ struct TransportTests {
         Endpoint(host: "127.0.0.1", port: impostor.port), Endpoint(host: "127.0.0.1", port: silentPort),
         Endpoint(host: "127.0.0.1", port: listener.port),
       ],
-      loop: loop, timeout: .milliseconds(500), security: .ephemeral(), expecting: right.identity.peerID, sink: collector.sink)
+      loop: loop, timeout: .seconds(2), security: .ephemeral(), expecting: right.identity.peerID, sink: collector.sink)
     let connection = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
     #expect(connection.remote.port == listener.port)
     let peer = try await collector.next { if case .authenticated(_, let p) = $0 { p } else { nil } }
@@ -149,7 +149,7 @@ struct TransportTests {
       to: [
         Endpoint(host: "127.0.0.1", port: impostor.port), Endpoint(host: "127.0.0.1", port: silentPort), Endpoint(host: "127.0.0.1", port: deadPort),
       ],
-      loop: loop, timeout: .milliseconds(500), security: .ephemeral(), expecting: right.identity.peerID, sink: collector.sink)
+      loop: loop, timeout: .seconds(2), security: .ephemeral(), expecting: right.identity.peerID, sink: collector.sink)
     let failure = try await collector.next { if case .connectFailed(_, let detail) = $0 { detail } else { nil } }
     #expect(failure.contains("127.0.0.1:\(impostor.port): "), "\(failure)")
     #expect(failure.contains("another peer answered at that address"), "\(failure)")

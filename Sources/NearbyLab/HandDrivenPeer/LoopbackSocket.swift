@@ -17,7 +17,7 @@ package enum LoopbackSocket {
   /// A socket listening on a free port of 127.0.0.1. Connections complete in the kernel's
   /// backlog whether or not anybody accepts them.
   /// - Returns: the descriptor (the caller closes it) and the port.
-  /// - Throws: ``WaitError`` naming the call that failed and its errno.
+  /// - Throws: ``LoopbackSocketError`` naming the call that failed and its errno.
   package static func listening(backlog: Int32 = 16, reuseAddress: Bool = false) throws -> (fd: Int32, port: UInt16) {
     try bound(listening: backlog, reuseAddress: reuseAddress)
   }
@@ -55,7 +55,7 @@ package enum LoopbackSocket {
   }
 
   /// A socket connected to 127.0.0.1:`port`, from the address `source` if given.
-  /// - Throws: ``WaitError`` naming the call that failed and its errno.
+  /// - Throws: ``LoopbackSocketError`` naming the call that failed and its errno.
   package static func connected(to port: UInt16, receiveBuffer: Int32? = nil, source: String? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw LoopbackSocketError("socket failed: errno \(errno)") }
@@ -70,7 +70,7 @@ package enum LoopbackSocket {
   }
 
   /// `body` (bind or connect) on `fd` with `address`; closes `fd` and throws when it fails.
-  /// - Throws: ``WaitError`` naming `what` and the errno.
+  /// - Throws: ``LoopbackSocketError`` naming `what` and the errno.
   private static func call(
     _ fd: Int32, _ address: sockaddr_in, _ what: String, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32
   ) throws {

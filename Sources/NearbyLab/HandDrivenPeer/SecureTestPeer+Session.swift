@@ -1,4 +1,3 @@
-import Foundation
 import NearbyCore
 import NearbyCrypto
 import NearbySystem
@@ -19,7 +18,7 @@ extension SecureTestPeer {
     // on a loaded thread pool, the INVITE once left more than a short dead-peer timeout
     // after the handshake, and the session closed the silent connection first.
     let joined: Result<Void, any Error> = await withCheckedContinuation { continuation in
-      Thread.detachNewThread { [self] in
+      DetachedThread.run { [self] in
         continuation.resume(returning: Result { try joinSessionBlocking(name: name, capabilities: capabilities) })
       }
     }

@@ -1,6 +1,6 @@
-import Foundation
 import NearbyCore
 import NearbyCrypto
+import NearbySystem
 
 #if canImport(Glibc)
   import Glibc
@@ -94,7 +94,7 @@ package final class SecureTestPeer: @unchecked Sendable {
   /// ``handshake(role:payload:)`` on a thread of its own.
   package func handshakeInBackground(role: Handshake.Role = .initiator(expecting: nil), payload: [UInt8]) async throws {
     try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-      Thread.detachNewThread { [self] in
+      DetachedThread.run { [self] in
         do {
           try handshake(role: role, payload: payload)
           continuation.resume()
@@ -201,7 +201,7 @@ package final class SecureTestPeer: @unchecked Sendable {
   /// never on the cooperative pool.
   package func inBackground(_ work: @escaping @Sendable (SecureTestPeer) -> Void) async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      Thread.detachNewThread { [self] in
+      DetachedThread.run { [self] in
         work(self)
         continuation.resume()
       }
@@ -210,7 +210,7 @@ package final class SecureTestPeer: @unchecked Sendable {
 
   package func readInBackground(until stop: @escaping @Sendable ([Frame]) -> Bool = { _ in false }) async -> Received {
     await withCheckedContinuation { continuation in
-      Thread.detachNewThread { [self] in continuation.resume(returning: read(until: stop)) }
+      DetachedThread.run { [self] in continuation.resume(returning: read(until: stop)) }
     }
   }
 }
