@@ -91,6 +91,8 @@ package struct PeerDirectory: Sendable {
   /// The browser reported the instance gone.
   package mutating func removed(_ key: InstanceKey) -> [Change] {
     generation[key] = nil
+    // Reported again if it comes back (and names of instances long gone are not kept).
+    reportedInvalid.remove(key.name)
     guard let previous = instances.removeValue(forKey: key) else { return [] }
     return refresh(previous.advertisement.peer.id)
   }

@@ -35,6 +35,8 @@ package final class Browser: @unchecked Sendable {
   private var directory: PeerDirectory
   private var browse: DNSServiceOperation?
   private var instances: [PeerDirectory.InstanceKey: InstanceResolver] = [:]
+  /// Which instances are resolved at once (a flood of instances takes a bounded number).
+  private var slots = InstanceSlots<PeerDirectory.InstanceKey>()
   private var running = false
   private var retryTimer: UInt64?
   private var reportedFailure: Int32?
@@ -103,13 +105,19 @@ package final class Browser: @unchecked Sendable {
     let key = PeerDirectory.InstanceKey(name: name, interfaceIndex: interface, domain: domain)
     if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
       guard instances[key] == nil else { return }
-      let resolver = InstanceResolver(key: key, serviceType: serviceType, loop: loop, browser: self)
-      instances[key] = resolver
-      resolver.start()
+      // Beyond the slots it waits for one (or, past the waiting list, is left out).
+      if slots.announced(key) { startResolving(key) }
     } else {
       instances.removeValue(forKey: key)?.cancel()
       publish(directory.removed(key))
+      if let next = slots.withdrawn(key) { startResolving(next) }
     }
+  }
+
+  private func startResolving(_ key: PeerDirectory.InstanceKey) {
+    let resolver = InstanceResolver(key: key, serviceType: serviceType, loop: loop, browser: self)
+    instances[key] = resolver
+    resolver.start()
   }
 
   /// An instance's resolution changed. Loop thread.
@@ -143,6 +151,7 @@ package final class Browser: @unchecked Sendable {
       if reportLost { publish(changes) }
     }
     instances.removeAll()
+    slots.reset()
   }
 
   /// Reports a failure once and browses again later. While the daemon is away nobody can be

@@ -1,0 +1,63 @@
+import NearbyCore
+import Testing
+
+/// The instances a browser resolves at once: a flood of DNS-SD instances takes a bounded
+/// number of resolvers, the rest wait in order, and an instance that goes frees its place
+/// for the longest waiting.
+@Suite("Instance slots of the browser")
+struct InstanceSlotsTests {
+  @Test func beyondTheLimitInstancesWaitInOrderAndTakeFreedPlaces() {
+    var slots = InstanceSlots<Int>(limit: 3, waitingLimit: 2)
+    #expect((0..<3).map { slots.announced($0) } == [true, true, true])
+    #expect(slots.announced(1) == false, "announced again: already resolving")
+    #expect(slots.announced(3) == false && slots.announced(4) == false, "wait")
+    #expect(slots.announced(5) == false && slots.turnedAway == 1, "beyond the waiting list: not remembered, counted")
+    #expect(slots.withdrawn(1) == 3, "the longest waiting takes the place")
+    #expect(slots.active == [0, 2, 3])
+    #expect(slots.withdrawn(4) == nil, "a waiting one withdrawn: nothing starts")
+    #expect(slots.waitingCount == 0)
+    #expect(slots.withdrawn(0) == nil, "nobody waits")
+    #expect(slots.announced(6) == true)
+    #expect(slots.withdrawn(42) == nil, "unknown")
+  }
+
+  /// Random announcements and withdrawals against a model: never more than the limit
+  /// resolving, every instance resolving or waiting while the lists have room, and the
+  /// waiting served first come, first served.
+  @Test(arguments: 0..<20) func randomRunsKeepTheBounds(seed: UInt64) {
+    var random = SeededGenerator(seed: seed)
+    var slots = InstanceSlots<Int>(limit: 8, waitingLimit: 8)
+    var active: Set<Int> = []
+    var waiting: [Int] = []
+    for _ in 0..<2000 {
+      let key = Int.random(in: 0..<40, using: &random)
+      if Bool.random(using: &random) {
+        let start = slots.announced(key)
+        if active.contains(key) || waiting.contains(key) {
+          #expect(!start)
+        } else if active.count < 8 {
+          #expect(start)
+          active.insert(key)
+        } else {
+          #expect(!start)
+          if waiting.count < 8 { waiting.append(key) }
+        }
+      } else {
+        let next = slots.withdrawn(key)
+        if let index = waiting.firstIndex(of: key) {
+          waiting.remove(at: index)
+          #expect(next == nil)
+        } else if active.remove(key) != nil, !waiting.isEmpty {
+          let first = waiting.removeFirst()
+          #expect(next == first)
+          active.insert(first)
+        } else {
+          #expect(next == nil)
+        }
+      }
+      #expect(slots.active == active, "seed \(seed)")
+      #expect(slots.waitingCount == waiting.count)
+      #expect(slots.active.count <= 8)
+    }
+  }
+}
