@@ -1,3 +1,7 @@
+// One file: one suite, the transport on real loopback sockets (connections, the connector,
+// the listener, bounded queues, closing, the loop's timers and shutdown), whose tests share
+// the suite's collectors and set-up; split by topic, each part would repeat them.
+
 import CNearbySystem
 import Foundation
 import NearbyCore
