@@ -107,14 +107,19 @@ package struct PeerDirectory: Sendable {
     }
     let newest = mine.max { generation[$0.key, default: 0] < generation[$1.key, default: 0] }!.value
     var endpoints: [Endpoint] = []
-    // Newest instance first, IPv4 before IPv6 within each, no duplicates.
+    // Each instance's endpoints, IPv4 before IPv6; taken in turns, newest instance first, no
+    // duplicates: the first of each instance, then the second of each, ... Anybody can publish
+    // an instance with the peer's id and many addresses of other hosts: all of a newer
+    // instance first put the peer's own addresses after all of them.
     let ordered = mine.sorted { generation[$0.key, default: 0] > generation[$1.key, default: 0] }
-    for (key, resolution) in ordered {
-      let sorted = resolution.addresses.sorted { ($0.contains(":") ? 1 : 0, $0) < ($1.contains(":") ? 1 : 0, $1) }
-      for address in sorted {
-        let scope = address.hasPrefix("fe80:") ? key.interfaceIndex : 0
-        let endpoint = Endpoint(host: address, port: resolution.port, interfaceIndex: scope)
-        if !endpoints.contains(endpoint) { endpoints.append(endpoint) }
+    let perInstance = ordered.map { key, resolution in
+      resolution.addresses.sorted { ($0.contains(":") ? 1 : 0, $0) < ($1.contains(":") ? 1 : 0, $1) }.map { address in
+        Endpoint(host: address, port: resolution.port, interfaceIndex: address.hasPrefix("fe80:") ? key.interfaceIndex : 0)
+      }
+    }
+    for index in 0..<(perInstance.map(\.count).max() ?? 0) {
+      for instance in perInstance where index < instance.count {
+        if !endpoints.contains(instance[index]) { endpoints.append(instance[index]) }
       }
     }
     guard !endpoints.isEmpty else {

@@ -80,6 +80,18 @@ struct PeerDirectoryTests {
     #expect(directory.peers.first?.endpoints.last?.interfaceIndex == 1)
   }
 
+  /// A newer instance with bob's id and 20 addresses of other hosts (anybody can publish one)
+  /// does not put bob's own address last: instances take turns, newest first.
+  @Test func aNewerInstanceWithManyAddressesDoesNotPushThePeersOwnToTheEnd() {
+    var directory = PeerDirectory()
+    _ = directory.resolved(Key(name: "bob", interfaceIndex: 1), resolution(Fixture.bob, addresses: ["192.0.2.9", "fe80::9"]))
+    let forged = (1...20).map { "198.51.100.\($0)" }
+    _ = directory.resolved(Key(name: "bob (2)", interfaceIndex: 1), resolution(Fixture.bob, addresses: forged))
+    let hosts = directory.peers.first?.endpoints.map(\.host) ?? []
+    #expect(hosts.count == 22)
+    #expect(Array(hosts.prefix(4)) == ["198.51.100.1", "192.0.2.9", "198.51.100.10", "fe80::9"], "\(hosts)")
+  }
+
   @Test func changedDiscoveryInfoIsAnUpdate() {
     var directory = PeerDirectory()
     let key = Key(name: "bob", interfaceIndex: 1)
