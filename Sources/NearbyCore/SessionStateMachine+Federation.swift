@@ -28,6 +28,11 @@ extension SessionStateMachine {
     case full
   }
 
+  /// How many routes presence takes room from at once, when the relay knows as many peers as
+  /// it may (presence comes one peer at a time; what is left over is filled by the presence
+  /// left out, announced again each second).
+  static let presenceRoomBatch = 64
+
   /// The federation says where a peer is (its presence at a site, or that it is offline).
   @discardableResult
   package mutating func federationPeerUpdated(
@@ -35,12 +40,18 @@ extension SessionStateMachine {
   ) -> PresenceAnswer {
     guard isFederated, peer.id != localPeer.id else { return .refused }
     let id = peer.id
-    // No more peers than a relay may know (the federation's presence is capped there too).
-    // Checked first: a peer left out is tried again each second, and this costs no key check.
-    guard peers[id] != nil || peers.count < configuration.rosterLimits.peers else { return .full }
+    // No more peers than a relay may know: at the limit, presence takes room from a relay
+    // connection that named more peers than the federation did (SessionStateMachine+PeerBudget),
+    // or is left out. Checked first: a peer left out is tried again each second, and this
+    // costs no key check; room is made only for a key that owns its id.
+    let full = peers[id] == nil && peers.count >= peerBudget
+    if full, peerBudgetHolder(over: .federation, given: federation.remote.count) == nil { return .full }
     guard configuration.endToEnd.owns(publicKey, peer.id) else {
       relayStatistics.forgeriesDropped += 1
       return .refused
+    }
+    if full, !makeRoomForPeer(from: .federation, given: federation.remote.count, wanted: Self.presenceRoomBatch, now: now, into: &actions) {
+      return .full
     }
     if peers[id] == nil { peers[id] = PeerRecord(peer: peer) }
     guard peers[id]?.isRelay != true else { return .refused }

@@ -115,7 +115,7 @@ extension SessionStateMachine {
     }
     if roster.kind == .full { fullRosterCame(on: id, now: now) }
     var routes = connections[id]?.rosterRoutes ?? 0
-    for entry in roster.entries where entry.peer.id != localPeer.id {
+    for (position, entry) in roster.entries.enumerated() where entry.peer.id != localPeer.id {
       let other = entry.peer.id
       // The key must own the id: a relay cannot slip its own key in for someone else's.
       guard configuration.endToEnd.owns(entry.publicKey, other) else {
@@ -146,11 +146,18 @@ extension SessionStateMachine {
             rosterLimitExceeded(id, "its rosters name more than \(isRelay ? limits.perRelay : limits.peers) peers", now: now, into: &actions)
             return
           }
-          guard known != nil || peers.count < (isRelay ? limits.peers : 2 * limits.peers) else {
+          // At the limit of peers we know at all, a relay that named fewer peers than
+          // another takes room from it (SessionStateMachine+PeerBudget); the one that named
+          // the most is closed.
+          guard
+            known != nil || peers.count < peerBudget
+              || makeRoomForPeer(from: id, given: routes, wanted: roster.entries.count - position, now: now, into: &actions)
+          else {
             connections[id]?.rosterRoutes = routes
             routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
             rosterLimitExceeded(
-              id, "with its roster this session would know more than \(isRelay ? limits.peers : 2 * limits.peers) peers", now: now, into: &actions)
+              id, "with its roster this session would know more than \(peerBudget) peers, and no relay named more peers than it", now: now,
+              into: &actions)
             return
           }
           routes += 1

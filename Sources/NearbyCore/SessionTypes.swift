@@ -319,6 +319,9 @@ public struct RelayStatistics: Hashable, Sendable {
   public var forgeriesDropped: UInt64 = 0
   /// Relay connections closed for going over ``RosterLimits``.
   public var rosterLimitCloses: UInt64 = 0
+  /// Routes (a relay's, or the federation's) let go of while the session knew as many peers
+  /// as it may, to make room for a source that had named fewer.
+  public var peersLeftOut: UInt64 = 0
   public init() {}
 }
 
