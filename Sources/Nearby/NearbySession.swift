@@ -114,6 +114,7 @@ public actor NearbySession {
     core.timeouts = configuration.timeouts
     core.invitationTimeout = configuration.invitationTimeout
     core.maximumPeers = configuration.maximumPeers
+    core.rosterLimits = configuration.rosterLimits
     core.maximumPendingConnections = configuration.maximumPendingConnections
     core.maximumPendingInvitations = configuration.maximumPendingInvitations
     core.connectFound = configuration.connectFound

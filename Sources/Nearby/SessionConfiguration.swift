@@ -102,6 +102,9 @@ public struct SessionConfiguration: Sendable {
   public var maximumFileRate: UInt64?
   /// Chunk size, windows and budgets of file transfers (tests and benchmarks change them).
   package var transferTuning = TransferTuning()
+  /// What rosters of relay connections may name, and how many peers the session keeps in
+  /// all (tests make them small).
+  package var rosterLimits = RosterLimits()
   /// A relay that federates sites (`nearby relay --federate ... --site NAME`): its site.
   /// The federation itself is attached with ``NearbySession/attachFederation(_:)``.
   package var federation: FederationSettings?

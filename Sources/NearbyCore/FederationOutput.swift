@@ -16,9 +16,6 @@ package enum FederationOutput: Hashable, Sendable {
   case arrived(Peer, publicKey: [UInt8])
   /// That session ended.
   case departed(PeerID)
-  /// The relay let go of a peer whose presence the federation gave, to make room for peers
-  /// its relay connections name (it knew as many peers as it may): announce it again later.
-  case presenceLeftOut(PeerID)
 }
 
 /// What became of a frame the federation handed to ``SessionStateMachine/federationReceived(_:for:into:)``.

@@ -24,14 +24,10 @@ extension SessionStateMachine {
     /// For good: the key does not own the id (counted as a forgery), the peer is a relay or
     /// us, or this relay is not federated.
     case refused
-    /// This relay knows as many peers as it may (``RosterLimits/peers``): perhaps later.
+    /// This relay knows as many peers as it may (``RosterLimits/peers``), or presence gave
+    /// half of them: perhaps later.
     case full
   }
-
-  /// How many routes presence takes room from at once, when the relay knows as many peers as
-  /// it may (presence comes one peer at a time; what is left over is filled by the presence
-  /// left out, announced again each second).
-  static let presenceRoomBatch = 64
 
   /// The federation says where a peer is (its presence at a site, or that it is offline).
   @discardableResult
@@ -40,18 +36,15 @@ extension SessionStateMachine {
   ) -> PresenceAnswer {
     guard isFederated, peer.id != localPeer.id else { return .refused }
     let id = peer.id
-    // No more peers than a relay may know: at the limit, presence takes room from a relay
-    // connection that named more peers than the federation did (SessionStateMachine+PeerBudget),
-    // or is left out. Checked first: a peer left out is tried again each second, and this
-    // costs no key check; room is made only for a key that owns its id.
-    let full = peers[id] == nil && peers.count >= peerBudget
-    if full, peerBudgetHolder(over: .federation, given: federation.remote.count) == nil { return .full }
+    // No more peers than a relay may know, and presence takes at most half of them (its
+    // relay connections keep the other half: SessionStateMachine+PeerBudget). Checked
+    // first: a peer left out is tried again each second, and this costs no key check.
+    // (A peer of ours with a session is in presence too: it takes no room.)
+    let taken = federation.remote[id] != nil || peers[id]?.session != nil
+    guard taken || ((peers[id] != nil || peers.count < peerBudget) && federation.remote.count < presenceBudget) else { return .full }
     guard configuration.endToEnd.owns(publicKey, peer.id) else {
       relayStatistics.forgeriesDropped += 1
       return .refused
-    }
-    if full, !makeRoomForPeer(from: .federation, given: federation.remote.count, wanted: Self.presenceRoomBatch, now: now, into: &actions) {
-      return .full
     }
     if peers[id] == nil { peers[id] = PeerRecord(peer: peer) }
     guard peers[id]?.isRelay != true else { return .refused }

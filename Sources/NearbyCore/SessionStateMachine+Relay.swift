@@ -115,7 +115,10 @@ extension SessionStateMachine {
     }
     if roster.kind == .full { fullRosterCame(on: id, now: now) }
     var routes = connections[id]?.rosterRoutes ?? 0
-    for (position, entry) in roster.entries.enumerated() where entry.peer.id != localPeer.id {
+    // What the host's other relay connections name (counted once per frame: each may be a
+    // connection of the same flood).
+    let namedByHost = peersNamedByHost(of: id)
+    for entry in roster.entries where entry.peer.id != localPeer.id {
       let other = entry.peer.id
       // The key must own the id: a relay cannot slip its own key in for someone else's.
       guard configuration.endToEnd.owns(entry.publicKey, other) else {
@@ -140,24 +143,25 @@ extension SessionStateMachine {
         if previous == nil {
           // Bounded: peers through one relay (a relay bounds what another relay gives it; a
           // peer takes what its relay knows), and peers we know at all.
-          guard routes < (isRelay ? limits.perRelay : limits.peers) else {
+          guard routes < peersPerHost else {
             connections[id]?.rosterRoutes = routes
             routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
-            rosterLimitExceeded(id, "its rosters name more than \(isRelay ? limits.perRelay : limits.peers) peers", now: now, into: &actions)
+            rosterLimitExceeded(id, "its rosters name more than \(peersPerHost) peers", now: now, into: &actions)
             return
           }
-          // At the limit of peers we know at all, a relay that named fewer peers than
-          // another takes room from it (SessionStateMachine+PeerBudget); the one that named
-          // the most is closed.
-          guard
-            known != nil || peers.count < peerBudget
-              || makeRoomForPeer(from: id, given: routes, wanted: roster.entries.count - position, now: now, into: &actions)
-          else {
+          // The relay connections from one host together (SessionStateMachine+PeerBudget).
+          guard namedByHost + routes < peersPerHost else {
             connections[id]?.rosterRoutes = routes
             routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
             rosterLimitExceeded(
-              id, "with its roster this session would know more than \(peerBudget) peers, and no relay named more peers than it", now: now,
+              id, "the relay connections from its host (\(rosterHost(of: id) ?? "?")) name more than \(peersPerHost) peers", now: now,
               into: &actions)
+            return
+          }
+          guard known != nil || peers.count < peerBudget else {
+            connections[id]?.rosterRoutes = routes
+            routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
+            rosterLimitExceeded(id, "with its roster this session would know more than \(peerBudget) peers", now: now, into: &actions)
             return
           }
           routes += 1

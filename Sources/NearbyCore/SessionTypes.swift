@@ -263,7 +263,7 @@ public enum SessionStatus: Hashable, Sendable {
 /// What the session asks its shell to do.
 package enum SessionAction: Sendable {
   /// Open a TCP connection, trying the endpoints in order; report the outcome with
-  /// ``SessionStateMachine/connectionEstablished(_:remote:now:into:)`` or
+  /// ``SessionStateMachine/connectionEstablished(_:remote:source:now:into:)`` or
   /// ``SessionStateMachine/connectFailed(_:detail:now:into:)``.
   case connect(ConnectionID, [Endpoint])
   case send(ConnectionID, Frame)
@@ -319,9 +319,6 @@ public struct RelayStatistics: Hashable, Sendable {
   public var forgeriesDropped: UInt64 = 0
   /// Relay connections closed for going over ``RosterLimits``.
   public var rosterLimitCloses: UInt64 = 0
-  /// Routes (a relay's, or the federation's) let go of while the session knew as many peers
-  /// as it may, to make room for a source that had named fewer.
-  public var peersLeftOut: UInt64 = 0
   public init() {}
 }
 

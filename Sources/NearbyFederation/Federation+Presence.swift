@@ -90,7 +90,7 @@ extension Federation {
           self.report(
             .warning(
               answer == .full
-                ? "left out the presence of \(record.peer.id.hex): this relay knows as many peers as it may (\(RosterLimits().peers))"
+                ? "left out the presence of \(record.peer.id.hex): this relay knows as many peers as it may (\(RosterLimits().peers)), or presence gave half of them"
                 : "refused the presence of \(record.peer.id.hex): its key does not own its id, or it is a relay"))
         }
       })

@@ -312,9 +312,6 @@ public final class Federation: FederationLink, @unchecked Sendable {
       peer.subscription?.unsubscribe()
       guard let bucket, !isStopping else { return }
       control.async { self.writeOffline(peer.peer, publicKey: peer.publicKey, revision: peer.revision, bucket: bucket) }
-    case .presenceLeftOut(let id):
-      // Not announced any more: the next refresh (each second) announces it again.
-      if presence[id] != nil { presence[id]?.announced = nil }
     }
   }
 }

@@ -242,7 +242,7 @@ public actor RelayService {
       "forwarded": "\(stats.forwardedMessages)", "dropped_duplicate": "\(stats.duplicatesDropped)",
       "dropped_unknown_recipient": "\(stats.unknownRecipients)", "dropped_hop_limit": "\(stats.hopLimitDrops)",
       "dropped_queue_full": "\(stats.queueFullDrops)", "dropped_forged": "\(stats.forgeriesDropped)",
-      "closed_roster_limit": "\(stats.rosterLimitCloses)", "peers_left_out": "\(stats.peersLeftOut)",
+      "closed_roster_limit": "\(stats.rosterLimitCloses)",
     ]
     if let federation {
       let nats = await federation.currentStatistics()

@@ -29,8 +29,6 @@ struct SimulatedFederation {
   var presence: [PeerID: (peer: Peer, key: [UInt8], site: PeerSite)] = [:]
   /// The store refuses everything (NATS unavailable).
   var isDown = false
-  /// Presence a relay let go of to make room (``FederationOutput/presenceLeftOut(_:)``).
-  var leftOut: [(relay: PeerID, peer: PeerID)] = []
   /// Every frame published, in order (what a capture of the backbone would show).
   var published: [(recipient: PeerID, frame: Frame)] = []
   let limit: Duration
@@ -109,8 +107,6 @@ struct SimulatedFederation {
       ledgers[relay]!.departed(id)
       if bound[id] == relay { bound[id] = nil }
       if let entry = presence[id] { announce(entry.peer, key: entry.key, site: PeerSite(name: sites[relay]!, isOnline: false)) }
-    case .presenceLeftOut(let id):
-      leftOut.append((relay, id))
     }
   }
 

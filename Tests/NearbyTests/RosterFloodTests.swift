@@ -106,6 +106,55 @@ struct RosterFloodTests {
     try await relay.stop()
   }
 
+  /// Two connections from one host (127.0.0.2) that say they are relays try to fill a
+  /// relay's room for peers with made-up ones (a small room here: 64 peers, 40 from the relay
+  /// connections of one host; 30 each). The second is closed once the two name 40, and an
+  /// honest relay (from 127.0.0.1) that joins then names its peer dave: dave gets in, alice
+  /// reaches him through both relays, and the honest relay stays connected. Before, the two
+  /// took 60 places, and the honest relay's connection was closed with ERROR
+  /// `resourceExhausted` when its roster took the relay past 64: dave stayed out of reach.
+  @Test func relayConnectionsFromOneHostCannotFillTheRoomForPeers() async throws {
+    let patient: (inout SessionConfiguration) -> Void = { $0.timeouts.deadPeer = .seconds(20) }
+    let relay = try await RunningSession.start("relay", policy: .all) {
+      $0.isRelay = true
+      $0.rosterLimits.peers = 64
+      $0.rosterLimits.perRelay = 40
+      patient(&$0)
+    }
+    let alice = try await RunningSession.start("alice", configure: patient)
+    try await connect(alice, relay)
+    var flooders: [SecureTestPeer] = []
+    for (index, seed) in [UInt8(1), 2].enumerated() {
+      let flooder = try SecureTestPeer(port: relay.port, source: "127.0.0.2")
+      try await flooder.joinSession(name: "flooder\(index)", capabilities: .relay)
+      flooder.write(.roster(Frame.Roster(kind: .add, entries: SecureTestPeer.madeUpRosterEntries(30, seed: seed))))
+      flooders.append(flooder)
+    }
+    let closed = await flooders[1].readInBackground()
+    let errors = closed.frames.compactMap { if case .error(let code, let message) = $0 { (code, message) } else { nil } }
+    #expect(errors.contains { $0.0 == .resourceExhausted && $0.1.contains("from its host (127.0.0.2) name more than 40 peers") }, "\(errors)")
+    let deadline = ContinuousClock.now + .seconds(20)
+    while await relay.session.relayedPeers.count != 30, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+    #expect(await relay.session.relayedPeers.count == 30, "the first flooder's 30 (the second's went with its connection)")
+    let honest = try await RunningSession.start("honest", policy: .all) {
+      $0.isRelay = true
+      patient(&$0)
+    }
+    let dave = try await RunningSession.start("dave", configure: patient)
+    try await connect(dave, honest)
+    try await connect(honest, relay)
+    _ = try await alice.expect("dave reachable", within: .seconds(20)) {
+      if case .reachable(let p, _) = $0, p.id == dave.peer.id { true } else { nil }
+    }
+    let id = try await alice.session.send(Array("hello dave".utf8), to: .peers([dave.peer.id]))
+    _ = try await alice.expect("delivered to dave", within: .seconds(20)) { if case .delivered(id, _) = $0 { true } else { nil } }
+    #expect(await relay.session.connectedPeers.map(\.name.value).contains("honest"), "the honest relay is still connected")
+    #expect(!honest.events.all.contains { if case .disconnected = $0 { true } else { false } }, "\(Self.linkEvents(honest))")
+    #expect(await relay.session.relayStatistics.rosterLimitCloses == 1, "the second flooder only")
+    for flooder in flooders { flooder.finish() }
+    for session in [dave, honest, alice, relay] { try await session.stop() }
+  }
+
   @Test func rosterChangesArePassedOnInBatchesAndTooManyFramesCloseTheSender() async throws {
     let (relay, alice, carol, mallory) = try await Self.relayWithPeers()
     // An honest peer of the relay, seen at the frame level: how many ROSTER frames reach it.
