@@ -23,7 +23,7 @@ extension NearbySession {
         return
       }
       connections[connection.id] = connection
-      machine.connectionEstablished(connection.id, remote: connection.remote.endpoint, source: connection.remote.sourceKey, now: now, into: &actions)
+      machine.connectionEstablished(connection.id, remote: connection.remote.endpoint, now: now, into: &actions)
     case .connectFailed(let id, let detail):
       connectors[id] = nil
       machine.connectFailed(id, detail: detail, now: now, into: &actions)

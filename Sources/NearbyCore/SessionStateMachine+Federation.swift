@@ -194,8 +194,14 @@ extension SessionStateMachine {
 
   /// A session ended: a peer that is not a relay stays reachable through the federation, as
   /// offline (at this site), until it connects again somewhere.
+  /// Within presence's half of the room (sessions with fresh keys, opened and closed in a
+  /// loop, each left a peer behind for the week messages are kept, without bound).
   mutating func federationSessionEnded(_ peerID: PeerID, into actions: inout [SessionAction]) {
     guard isFederated, let settings = configuration.federation, peers[peerID]?.isRelay != true, peers[peerID]?.publicKey != nil else { return }
+    guard federation.remote[peerID] != nil || federation.remote.count < presenceBudget else {
+      actions.append(.federate(.departed(peerID)))
+      return
+    }
     federation.remote[peerID] = PeerSite(name: settings.site, isOnline: false)
     peers[peerID]?.routes[.federation] = FederationState.offlineHops
     actions.append(.federate(.departed(peerID)))

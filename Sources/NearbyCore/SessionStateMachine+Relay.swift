@@ -85,6 +85,8 @@ extension SessionStateMachine {
       peers[other]?.routes[id] = nil
       changed.append(other)
     }
+    // (The connection may linger a moment, closing: it names nobody any more.)
+    connections[id]?.rosterRoutes = 0
     if resuming {
       relaySuspended(peerID, on: id, stranding: changed.filter { peers[$0]?.session == nil && peers[$0]?.routes.isEmpty == true })
     }
@@ -115,9 +117,6 @@ extension SessionStateMachine {
     }
     if roster.kind == .full { fullRosterCame(on: id, now: now) }
     var routes = connections[id]?.rosterRoutes ?? 0
-    // What the host's other relay connections name (counted once per frame: each may be a
-    // connection of the same flood).
-    let namedByHost = peersNamedByHost(of: id)
     for entry in roster.entries where entry.peer.id != localPeer.id {
       let other = entry.peer.id
       // The key must own the id: a relay cannot slip its own key in for someone else's.
@@ -143,25 +142,21 @@ extension SessionStateMachine {
         if previous == nil {
           // Bounded: peers through one relay (a relay bounds what another relay gives it; a
           // peer takes what its relay knows), and peers we know at all.
-          guard routes < peersPerHost else {
+          guard routes < (isRelay ? limits.perRelay : limits.peers) else {
             connections[id]?.rosterRoutes = routes
             routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
-            rosterLimitExceeded(id, "its rosters name more than \(peersPerHost) peers", now: now, into: &actions)
+            rosterLimitExceeded(id, "its rosters name more than \(isRelay ? limits.perRelay : limits.peers) peers", now: now, into: &actions)
             return
           }
-          // The relay connections from one host together (SessionStateMachine+PeerBudget).
-          guard namedByHost + routes < peersPerHost else {
+          // At the limit of peers we know at all, the relay naming the most is closed
+          // (SessionStateMachine+PeerBudget): another one, or this one.
+          guard known != nil || peers.count < peerBudget || makeRoomByClosingTheLargestRoster(besides: id, given: routes, now: now, into: &actions)
+          else {
             connections[id]?.rosterRoutes = routes
             routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
             rosterLimitExceeded(
-              id, "the relay connections from its host (\(rosterHost(of: id) ?? "?")) name more than \(peersPerHost) peers", now: now,
+              id, "with its roster this session would know more than \(peerBudget) peers, and no other relay's rosters name more", now: now,
               into: &actions)
-            return
-          }
-          guard known != nil || peers.count < peerBudget else {
-            connections[id]?.rosterRoutes = routes
-            routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
-            rosterLimitExceeded(id, "with its roster this session would know more than \(peerBudget) peers", now: now, into: &actions)
             return
           }
           routes += 1

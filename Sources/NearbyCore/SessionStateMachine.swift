@@ -62,9 +62,8 @@ package struct SessionStateMachine: Sendable {
     var held = false
     /// Inbound: the invitation waits for the person's answer.
     var awaitingAnswer = false
-    /// The host it came from (inbound) or that we reached (outbound): an IPv4 address, an
-    /// IPv6 /64. Pending invitations are shared fairly between hosts, and the relay
-    /// connections from one host name a bounded number of peers together.
+    /// Inbound: the host it came from (an IPv4 address, an IPv6 /64), to share the slots
+    /// of pending invitations fairly between hosts.
     var source: String?
     /// Messages sent on this connection and not yet acknowledged.
     var unacked = ResendWindow()
@@ -370,12 +369,9 @@ package struct SessionStateMachine: Sendable {
   /// The outbound TCP connection is up: the handshake runs (its payload is our HELLO,
   /// ``helloPayload``); ``authenticated(_:_:now:into:)`` follows.
   /// - Parameter remote: the endpoint that answered.
-  package mutating func connectionEstablished(
-    _ id: ConnectionID, remote: Endpoint? = nil, source: String? = nil, now: Duration, into actions: inout [SessionAction]
-  ) {
+  package mutating func connectionEstablished(_ id: ConnectionID, remote: Endpoint? = nil, now: Duration, into actions: inout [SessionAction]) {
     guard var record = connections[id], record.machine == nil else { return }
     record.reached = remote
-    record.source = source
     var machine = ConnectionStateMachine(
       role: .connector(expecting: record.peerID), hello: localHello, timeouts: configuration.timeouts, now: now)
     machine.start(now: now)

@@ -263,7 +263,7 @@ public enum SessionStatus: Hashable, Sendable {
 /// What the session asks its shell to do.
 package enum SessionAction: Sendable {
   /// Open a TCP connection, trying the endpoints in order; report the outcome with
-  /// ``SessionStateMachine/connectionEstablished(_:remote:source:now:into:)`` or
+  /// ``SessionStateMachine/connectionEstablished(_:remote:now:into:)`` or
   /// ``SessionStateMachine/connectFailed(_:detail:now:into:)``.
   case connect(ConnectionID, [Endpoint])
   case send(ConnectionID, Frame)

@@ -237,10 +237,8 @@ struct SimulatedNetwork {
       let source = hosts[remote] ?? remote.hex
       act(node) { machine, actions, now in machine.connectionAccepted(connection, source: source, now: now, into: &actions) }
     case .established(let node, let connection):
-      let remote = links[Link(node: node, connection: connection)]?.node
-      let reached = remote.map { Endpoint(host: $0.hex, port: 1) }
-      let source = remote.map { hosts[$0] ?? $0.hex }
-      act(node) { machine, actions, now in machine.connectionEstablished(connection, remote: reached, source: source, now: now, into: &actions) }
+      let reached = links[Link(node: node, connection: connection)].map { Endpoint(host: $0.node.hex, port: 1) }
+      act(node) { machine, actions, now in machine.connectionEstablished(connection, remote: reached, now: now, into: &actions) }
     case .connectFailed(let node, let connection):
       act(node) { machine, actions, now in machine.connectFailed(connection, detail: "Connection refused", now: now, into: &actions) }
     case .authenticated(let node, let connection, let peer):
