@@ -380,39 +380,153 @@ enum HubEvent: Sendable {
 /// A subscriber's events in arrival order: a ring of one concrete element type. (NearbyCore's
 /// generic `RingBuffer` ran unspecialized here, through type metadata at every call, and
 /// grew element by element through the generic `append(contentsOf:)`.)
+///
+/// While its subscriber is ``supersedeAfter`` events behind (or more), an event about a peer's
+/// discovery or reachability (or a foreign service) replaces the one about the same thing
+/// still waiting: the waiting one is taken out and the newer goes at the end, merged so that
+/// the subscriber ends up knowing what it would have known (``HubEvent/superseding(_:)``).
+/// Without it, a peer that did not read its events kept every one of them: a relay sending
+/// ROSTER additions and removals of the same 4 096 made-up peers, 64 frames a second, was a
+/// quarter of a million events a second, and discovery churn on the LAN added its own.
 struct ItemQueue: Sendable {
   private var storage: [EventHub.Item?] = []
   private var head = 0
+  /// Slots in use from `head`: waiting events and the holes superseded ones left.
+  private var used = 0
+  /// Waiting events.
   private(set) var count = 0
+  /// The position (counted from the first event ever queued) of `storage[head]`.
+  private var headPosition = 0
+  /// While behind: the waiting event about each thing, by position.
+  private var waiting: [HubEvent.SupersedingKey: Int] = [:]
+  /// How far behind a subscriber is before newer events supersede waiting ones (1 024;
+  /// tests make it small).
+  let supersedeAfter: Int
+
+  init(supersedeAfter: Int = 1024) { self.supersedeAfter = supersedeAfter }
 
   var isEmpty: Bool { count == 0 }
 
+  /// Slots of storage (waiting events and holes: at most about twice the events; tests).
+  var capacity: Int { storage.count }
+
   mutating func append(_ item: EventHub.Item) {
-    if count == storage.count { grow() }
-    var index = head + count
-    if index >= storage.count { index -= storage.count }
-    storage[index] = item
-    count += 1
+    let behind = count >= supersedeAfter
+    guard behind || !waiting.isEmpty, item.claim == nil, let key = item.element.supersedingKey else {
+      place(item)
+      return
+    }
+    guard behind else {
+      // Caught up meanwhile: this one goes as it is, and nothing older is superseded any
+      // more (only the last waiting event about a thing may be).
+      waiting[key] = nil
+      place(item)
+      return
+    }
+    var item = item
+    if let position = waiting.removeValue(forKey: key), let old = storage[index(of: position)].take() {
+      count -= 1
+      guard let merged = old.element.superseding(item.element) else { return }
+      item = EventHub.Item(merged)
+    }
+    place(item)
+    waiting[key] = headPosition + used - 1
+    // Holes are as many as the superseded events: closed up once they outnumber the rest.
+    if used > 2 * count + 64 { compact() }
   }
 
   mutating func popFirst() -> EventHub.Item? {
-    guard count > 0 else { return nil }
-    let item = storage[head].take()
-    head += 1
-    if head == storage.count { head = 0 }
-    count -= 1
-    if count == 0 { head = 0 }
-    return item
+    while used > 0 {
+      let item = storage[head].take()
+      let position = headPosition
+      head += 1
+      if head == storage.count { head = 0 }
+      headPosition += 1
+      used -= 1
+      guard let item else { continue }
+      count -= 1
+      if !waiting.isEmpty, let key = item.element.supersedingKey, waiting[key] == position { waiting[key] = nil }
+      return item
+    }
+    return nil
   }
 
-  private mutating func grow() {
-    var grown = [EventHub.Item?](repeating: nil, count: max(16, storage.count * 2))
-    for offset in 0..<count {
+  private func index(of position: Int) -> Int {
+    var index = head + (position - headPosition)
+    if index >= storage.count { index -= storage.count }
+    return index
+  }
+
+  private mutating func place(_ item: EventHub.Item) {
+    if used == storage.count { grow() }
+    var index = head + used
+    if index >= storage.count { index -= storage.count }
+    storage[index] = item
+    used += 1
+    count += 1
+  }
+
+  private mutating func grow() { relayout(capacity: max(16, storage.count * 2)) }
+
+  /// Moves the waiting events to the front of a new storage, without the holes.
+  private mutating func compact() { relayout(capacity: max(16, storage.count)) }
+
+  private mutating func relayout(capacity: Int) {
+    var moved = [EventHub.Item?](repeating: nil, count: capacity)
+    var kept = 0
+    var positions: [HubEvent.SupersedingKey: Int] = [:]
+    for offset in 0..<used {
       var index = head + offset
       if index >= storage.count { index -= storage.count }
-      grown[offset] = storage[index].take()
+      guard let item = storage[index].take() else { continue }
+      if !waiting.isEmpty, let key = item.element.supersedingKey, waiting[key] == headPosition + offset {
+        positions[key] = headPosition + kept
+      }
+      moved[kept] = item
+      kept += 1
     }
-    storage = grown
+    storage = moved
     head = 0
+    used = kept
+    waiting = positions
+  }
+}
+
+extension HubEvent {
+  /// What a newer event about the same thing supersedes while a subscriber is behind.
+  enum SupersedingKey: Hashable, Sendable {
+    case discovery(PeerID)
+    case reach(PeerID)
+    case foreign(String)
+  }
+
+  var supersedingKey: SupersedingKey? {
+    switch self {
+    case .session(.found(let peer)), .session(.updated(let peer)): .discovery(peer.peer.id)
+    case .session(.lost(let peer)): .discovery(peer.id)
+    case .session(.reachable(let peer, _)), .session(.unreachable(let peer)): .reach(peer.id)
+    case .session(.status(.foreignService(let instance, _))): .foreign(instance)
+    case .browser(.found(let peer)), .browser(.updated(let peer)): .discovery(peer.peer.id)
+    case .browser(.lost(let peer)): .discovery(peer.id)
+    case .browser(.foreign(let instance, _)): .foreign(instance)
+    default: nil
+    }
+  }
+
+  /// This waiting event and a newer one about the same thing, as one (`nil`: neither is
+  /// worth telling). The subscriber has not seen this one, so what it knows is what came
+  /// before: a peer found and lost again is news to nobody (a peer is found only when it was
+  /// not known); a peer found and then updated is found (with what changed); a peer lost and
+  /// found again is updated. Otherwise the newer one says it all (a peer reachable through
+  /// one relay may have been reachable through another before: unreachable stays).
+  func superseding(_ newer: HubEvent) -> HubEvent? {
+    switch (self, newer) {
+    case (.session(.found), .session(.lost)), (.browser(.found), .browser(.lost)): nil
+    case (.session(.found), .session(.updated(let peer))): .session(.found(peer))
+    case (.browser(.found), .browser(.updated(let peer))): .browser(.found(peer))
+    case (.session(.lost), .session(.found(let peer))): .session(.updated(peer))
+    case (.browser(.lost), .browser(.found(let peer))): .browser(.updated(peer))
+    default: newer
+    }
   }
 }

@@ -333,7 +333,15 @@ struct TransportTests {
         ConnectionID(1 << 40), to: [Endpoint(host: "127.0.0.1", port: listener.port)], loop: loop, security: .ephemeral(), sink: collector.sink)
       let outbound = try await collector.next { if case .connected(let c) = $0 { c } else { nil } }
       let inbound = try await collector.next { if case .accepted(let c) = $0 { c } else { nil } }
-      guard threadCount(named: "nearby-io") == threadsBefore + 1, openFileDescriptors() >= fdsBefore + 5 else { exit(2) }
+      let threadsDuring = threadCount(named: "nearby-io")
+      let fdsDuring = openFileDescriptors()
+      guard threadsDuring == threadsBefore + 1, fdsDuring >= fdsBefore + 5 else {
+        // Said, so that a failed set-up (seen once in a parallel run) can be told apart.
+        let note =
+          "set-up: descriptors \(fdsBefore) -> \(fdsDuring), I/O threads \(threadsBefore) -> \(threadsDuring): \(threadsOfThisProcess().map(\.name))\n"
+        _ = note.withCString { write(2, $0, strlen($0)) }
+        exit(2)
+      }
       outbound.close(.now)
       inbound.close(.now)
       listener.close()

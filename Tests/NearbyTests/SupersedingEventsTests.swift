@@ -1,0 +1,178 @@
+import NearbyCore
+import NearbyLab
+import Testing
+
+@testable import Nearby
+
+/// A subscriber that is far behind gets the news, not every step of it: a newer event about a
+/// peer's discovery or reachability replaces the one still waiting (``ItemQueue``), merged so
+/// that what it knows in the end is what it would have known from all of them.
+@Suite("Events that supersede waiting ones")
+struct SupersedingEventsTests {
+  static func peer(_ index: Int) -> Peer { Peer(id: PeerID(high: 0x5e, low: UInt64(index)), name: try! DisplayName("p\(index)")) }
+  static func discovered(_ index: Int, port: UInt16) -> DiscoveredPeer {
+    DiscoveredPeer(
+      advertisement: PeerAdvertisement(peer: peer(index)), hostName: "p\(index).local.", endpoints: [Endpoint(host: "192.0.2.\(index)", port: port)])
+  }
+  static let relays = [peer(100), peer(101)]
+  static let filler = HubEvent.session(.status(.listening(port: 1)))
+
+  /// What a consumer knows from the events it read: found peers (with their endpoints) and
+  /// reachable peers (with their relay). Strict about discovery: an event that makes no sense
+  /// after what it read before is an error.
+  struct Knowledge: Equatable {
+    var found: [PeerID: [Endpoint]] = [:]
+    var reachable: [PeerID: PeerID] = [:]
+    var errors: [String] = []
+
+    mutating func apply(_ event: HubEvent) {
+      switch event {
+      case .session(.found(let peer)):
+        if found[peer.peer.id] != nil { errors.append("found twice: \(peer.peer.name)") }
+        found[peer.peer.id] = peer.endpoints
+      case .session(.updated(let peer)):
+        if found[peer.peer.id] == nil { errors.append("updated before found: \(peer.peer.name)") }
+        found[peer.peer.id] = peer.endpoints
+      case .session(.lost(let peer)):
+        if found.removeValue(forKey: peer.id) == nil { errors.append("lost before found: \(peer.name)") }
+      case .session(.reachable(let peer, let via)): reachable[peer.id] = via.id
+      case .session(.unreachable(let peer)):
+        // (Superseded, a reachable and an unreachable may come as an unreachable alone.)
+        reachable[peer.id] = nil
+      default: break
+      }
+    }
+
+    static func == (lhs: Knowledge, rhs: Knowledge) -> Bool { lhs.found == rhs.found && lhs.reachable == rhs.reachable }
+  }
+
+  /// Random discovery and reachability changes of a few peers, among events that never
+  /// supersede, read at random: what the consumer ends up knowing is the truth, it never reads
+  /// an event that makes no sense, and the queue holds at most one waiting event per peer and
+  /// kind beyond what it held when it fell behind.
+  @Test(arguments: 0..<40) func whatTheConsumerKnowsIsTheTruth(seed: UInt64) {
+    var random = SplitMix64(seed: seed)
+    var queue = ItemQueue(supersedeAfter: 8)
+    var truth = Knowledge()
+    var consumer = Knowledge()
+    var fillers = 0
+    for _ in 0..<3_000 {
+      switch random.next() % 10 {
+      case 0, 1:
+        // The consumer reads a few.
+        for _ in 0..<(random.next() % 4) {
+          guard let item = queue.popFirst() else { break }
+          consumer.apply(item.element)
+          if case .session(.status) = item.element { fillers -= 1 }
+        }
+      case 2:
+        queue.append(EventHub.Item(Self.filler))
+        fillers += 1
+      default:
+        let index = Int(random.next() % 6)
+        let id = Self.peer(index).id
+        let event: HubEvent
+        if random.next() % 2 == 0 {
+          if truth.found[id] == nil {
+            event = .session(.found(Self.discovered(index, port: UInt16(random.next() % 5))))
+          } else if random.next() % 2 == 0 {
+            event = .session(.updated(Self.discovered(index, port: UInt16(random.next() % 5))))
+          } else {
+            event = .session(.lost(Self.peer(index)))
+          }
+        } else if truth.reachable[id] == nil || random.next() % 2 == 0 {
+          event = .session(.reachable(Self.peer(index), via: Self.relays[Int(random.next() % 2)]))
+        } else {
+          event = .session(.unreachable(Self.peer(index)))
+        }
+        truth.apply(event)
+        queue.append(EventHub.Item(event))
+      }
+      // Behind or not, at most the threshold, one per peer and kind, and the fillers.
+      #expect(queue.count <= 8 + 12 + fillers)
+      #expect(queue.capacity <= 4 * max(queue.count, 16) + 256)
+    }
+    while let item = queue.popFirst() { consumer.apply(item.element) }
+    #expect(consumer.errors.isEmpty, "\(consumer.errors.prefix(3))")
+    #expect(consumer == truth)
+  }
+
+  /// A subscriber that does not read while a quarter of a million reachability changes of
+  /// 4 096 peers come (a hostile relay's ROSTER additions and removals): the hub keeps about
+  /// one event per peer beyond the first 1 024, not all of them, and the consumer then
+  /// reads where each peer is.
+  @Test func aSubscriberThatDoesNotReadKeepsTheNewsNotEveryStep() async {
+    let hub = EventHub()
+    let cursor = EventCursor(hub: hub)
+    let peers = (0..<4096).map(Self.peer)
+    for round in 0..<60 {
+      let events: [EventHub.Publication] = peers.map { peer in
+        EventHub.Publication(element: .session(round % 2 == 0 ? .reachable(peer, via: Self.relays[0]) : .unreachable(peer)), claim: nil)
+      }
+      hub.publish(events)
+    }
+    // The last round made them all unreachable again.
+    hub.publish(peers.prefix(10).map { EventHub.Publication(element: .session(.reachable($0, via: Self.relays[1])), claim: nil) })
+    #expect(hub.deepestBuffer <= 1024 + 4096, "\(hub.deepestBuffer) events kept")
+    hub.finish()
+    var knowledge = Knowledge()
+    while let event = await cursor.next() { knowledge.apply(event) }
+    #expect(knowledge.errors.isEmpty, "\(knowledge.errors.prefix(3))")
+    #expect(knowledge.reachable == Dictionary(uniqueKeysWithValues: peers.prefix(10).map { ($0.id, Self.relays[1].id) }))
+  }
+
+  /// Messages are never superseded (nor any event that carries a claim).
+  @Test func messagesAreNeverSuperseded() {
+    var queue = ItemQueue(supersedeAfter: 2)
+    let claim = MessageClaim(taken: TakenMessage(connection: ConnectionID(1), origin: Self.peer(1).id, id: 1), bytes: 1)
+    let message = ReceivedMessage(id: MessageID(rawValue: 1), from: Self.peer(1), isPrivate: false, timestamp: 0, body: [1])
+    for _ in 0..<10 { queue.append(EventHub.Item(.session(.message(message)), claim: claim)) }
+    for _ in 0..<10 { queue.append(EventHub.Item(.session(.reachable(Self.peer(1), via: Self.relays[0])))) }
+    #expect(queue.count == 11, "ten messages and the last of the reachability changes")
+  }
+}
+
+/// A small deterministic generator (SplitMix64) for reproducible property tests.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+/// The same over real sockets: a peer that says it is a relay adds and removes the same 4 096
+/// made-up peers, 20 times, at a peer with a reader of its events that does not read. The
+/// hub keeps about one event per peer for that reader beyond the first 1 024, not 81 920.
+@Suite("Superseding events over real sockets")
+struct SupersedingEventsSessionTests {
+  @Test func aRosterChurnKeepsAStalledReadersEventsBounded() async throws {
+    let alice = try await RunningSession.start("alice", policy: .all)
+    let stalled = alice.session.events.makeAsyncIterator()
+    let mallory = try SecureTestPeer(port: alice.port)
+    try await mallory.joinSession(name: "mallory", capabilities: .relay)
+    let entries = SecureTestPeer.madeUpRosterEntries(4096, seed: 9)
+    await mallory.inBackground { mallory in
+      for round in 0..<20 { mallory.write(.roster(Frame.Roster(kind: round % 2 == 0 ? .add : .remove, entries: entries))) }
+    }
+    // The last round removed them all: alice's own reader sees the last one go.
+    let last = entries[4095].peer.id
+    var removals = 0
+    let deadline = ContinuousClock.now + .seconds(30)
+    while removals < 10, ContinuousClock.now < deadline {
+      removals = alice.events.all.count { if case .unreachable(let p) = $0 { p.id == last } else { false } }
+      try await Task.sleep(for: .milliseconds(50))
+    }
+    #expect(removals == 10, "alice's own reader saw every step")
+    let kept = alice.session.hub.deepestBuffer
+    #expect(kept <= 1024 + 4096 + 16, "\(kept) events kept for the reader that does not read")
+    #expect(kept >= 1024, "the reader that does not read is behind")
+    _ = stalled
+    mallory.finish()
+    try await alice.stop()
+  }
+}
