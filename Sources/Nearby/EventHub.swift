@@ -29,11 +29,14 @@ final class EventHub: Sendable {
     let element: Element
     let claim: Claim?
     let shared: ClaimCount?
+    /// It starts something anew (``SessionAction/emitFresh(_:)``): see ``ItemQueue``.
+    let fresh: Bool
 
-    init(_ element: Element, claim: Claim? = nil, shared: ClaimCount? = nil) {
+    init(_ element: Element, claim: Claim? = nil, shared: ClaimCount? = nil, fresh: Bool = false) {
       self.element = element
       self.claim = claim
       self.shared = shared
+      self.fresh = fresh
     }
   }
 
@@ -86,6 +89,7 @@ final class EventHub: Sendable {
   struct Publication {
     var element: Element
     var claim: Claim?
+    var fresh = false
   }
 
   /// Publishes events in order.
@@ -98,8 +102,8 @@ final class EventHub: Sendable {
     elements.withUnsafeBufferPointer { publish($0) }
   }
 
-  func publish(_ element: Element, claim: Claim? = nil) {
-    var one = Publication(element: element, claim: claim)
+  func publish(_ element: Element, claim: Claim? = nil, fresh: Bool = false) {
+    var one = Publication(element: element, claim: claim, fresh: fresh)
     withUnsafePointer(to: &one) { publish(UnsafeBufferPointer(start: $0, count: 1)) }
   }
 
@@ -118,7 +122,7 @@ final class EventHub: Sendable {
         let claim = elements[index].claim
         if state.subscribers.isEmpty {
           if state.unclaimed != nil {
-            state.unclaimed!.append(Item(elements[index].element, claim: claim))
+            state.unclaimed!.append(Item(elements[index].element, claim: claim, fresh: elements[index].fresh))
           } else {
             // Every subscriber has gone: the event goes nowhere, and counts as taken, as
             // those left in a subscriber's buffer do (a claim that never settled kept its
@@ -139,7 +143,7 @@ final class EventHub: Sendable {
             }
             notify = take(claim, shared: shared) || notify
           } else {
-            state.subscribers[subscriber].buffer.append(Item(elements[index].element, claim: claim, shared: shared))
+            state.subscribers[subscriber].buffer.append(Item(elements[index].element, claim: claim, shared: shared, fresh: elements[index].fresh))
           }
         }
       }
@@ -423,11 +427,14 @@ struct ItemQueue: Sendable {
       place(item)
       return
     }
+    // Foreign services are news to a person at the screen, and ones with new names come
+    // without end: a reader this far behind does without them.
+    if case .foreign = key { return }
     var item = item
     if let position = waiting.removeValue(forKey: key), let old = storage[index(of: position)].take() {
       count -= 1
-      guard let merged = old.element.superseding(item.element) else { return }
-      item = EventHub.Item(merged)
+      guard let merged = old.superseding(item) else { return }
+      item = merged
     }
     place(item)
     waiting[key] = headPosition + used - 1
@@ -512,21 +519,28 @@ extension HubEvent {
     default: nil
     }
   }
+}
 
+extension EventHub.Item {
   /// This waiting event and a newer one about the same thing, as one (`nil`: neither is
-  /// worth telling). The subscriber has not seen this one, so what it knows is what came
-  /// before: a peer found and lost again is news to nobody (a peer is found only when it was
-  /// not known); a peer found and then updated is found (with what changed); a peer lost and
-  /// found again is updated. Otherwise the newer one says it all (a peer reachable through
-  /// one relay may have been reachable through another before: unreachable stays).
-  func superseding(_ newer: HubEvent) -> HubEvent? {
-    switch (self, newer) {
+  /// worth telling). The reader has not seen this one, so what it knows is what came before:
+  /// a peer found and lost again is news to nobody (a peer is found only when it was not
+  /// known), and so is a peer that became reachable (fresh: it was not) and unreachable
+  /// again; a peer found and then updated is found (with what changed); a peer lost and
+  /// found again is updated. Otherwise the newer one says it all (a reachable that was not
+  /// fresh followed a reachable through another relay: its unreachable stays), keeping this
+  /// one's freshness when it is the same kind of news.
+  func superseding(_ newer: EventHub.Item) -> EventHub.Item? {
+    switch (element, newer.element) {
     case (.session(.found), .session(.lost)), (.browser(.found), .browser(.lost)): nil
-    case (.session(.found), .session(.updated(let peer))): .session(.found(peer))
-    case (.browser(.found), .browser(.updated(let peer))): .browser(.found(peer))
-    case (.session(.lost), .session(.found(let peer))): .session(.updated(peer))
-    case (.browser(.lost), .browser(.found(let peer))): .browser(.updated(peer))
-    default: newer
+    case (.session(.reachable), .session(.unreachable)) where fresh: nil
+    case (.session(.reachable), .session(.reachable)): EventHub.Item(newer.element, fresh: fresh)
+    case (.session(.unreachable), .session(.reachable)): EventHub.Item(newer.element)
+    case (.session(.found), .session(.updated(let peer))): EventHub.Item(.session(.found(peer)))
+    case (.browser(.found), .browser(.updated(let peer))): EventHub.Item(.browser(.found(peer)))
+    case (.session(.lost), .session(.found(let peer))): EventHub.Item(.session(.updated(peer)))
+    case (.browser(.lost), .browser(.found(let peer))): EventHub.Item(.browser(.updated(peer)))
+    default: EventHub.Item(newer.element)
     }
   }
 }

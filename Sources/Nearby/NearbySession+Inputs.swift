@@ -194,6 +194,8 @@ extension NearbySession {
           continue
         }
         emit(event)
+      case .emitFresh(let event):
+        emit(event, fresh: true)
       case .deliver(let message, let connection):
         let claim = MessageClaim(
           taken: TakenMessage(connection: connection, origin: message.from.id, id: message.id.rawValue), bytes: message.body.count)
@@ -306,11 +308,12 @@ extension NearbySession {
     machine.sendFailed(messageID: message.id, on: id, reason: reason, into: &actions)
   }
 
-  func emit(_ event: SessionEvent) {
+  /// - Parameter fresh: it starts something anew (``SessionAction/emitFresh(_:)``).
+  func emit(_ event: SessionEvent, fresh: Bool = false) {
     // Nothing overtakes what was gathered before it, or its peer's messages held back (a
     // peer's "disconnected" came before its last messages).
     flushPublishing()
-    if guards.heldBack.isEmpty || !holdBehindItsPeer(event) { hub.publish(.session(event)) }
+    if guards.heldBack.isEmpty || !holdBehindItsPeer(event) { hub.publish(.session(event), fresh: fresh) }
     switch event {
     case .connected(let peer, _):
       metPeer(peer)

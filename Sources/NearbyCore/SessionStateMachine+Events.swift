@@ -301,6 +301,9 @@ extension SessionStateMachine {
   mutating func connectionEnded(
     _ record: inout ConnectionRecord, id: ConnectionID, reason: DisconnectReason, now: Duration, into actions: inout [SessionAction]
   ) {
+    // Its routes go with it (``relaySessionEnded``): it names nobody, also while it lingers,
+    // closing (the room for peers goes by these counts: SessionStateMachine+PeerBudget).
+    record.rosterRoutes = 0
     guard let peerID = record.peerID else {
       reportUnansweredInvitation(record, reason: reason, into: &actions)
       return

@@ -7,9 +7,10 @@
 /// its id: cheap to make), filled a relay's 65 536, and from then on every honest relay whose
 /// roster named a new peer was closed with ERROR `resourceExhausted`; a flood of presence on
 /// NATS did the same. Now, when the room is full, the relay connection whose rosters name the
-/// most peers is closed, if it names more than the one asking (else the one asking is): a
-/// relay that names few peers is never the one closed by a flood, from any number of
-/// addresses, and a relay that is closed loses nothing for good, since its next session
+/// most peers is closed, if it names more than the one asking (else the one asking is). A
+/// relay is then not closed while another names more peers than it: a flood has to name
+/// fewer peers than it from each of many connections, and pays a reconnection each time one
+/// is closed; and a relay that is closed loses nothing for good, since its next session
 /// starts with its whole roster. Presence takes at most half of the room.
 ///
 /// Tried and dropped: taking routes back from the source that named the most (commit
@@ -29,8 +30,11 @@ extension SessionStateMachine {
   /// Makes room for a peer that the roster of `source` names, when the session knows
   /// ``peerBudget`` peers: closes the relay connections whose rosters name the most peers,
   /// largest first, while one names more than `given` (what `source` names so far), until
-  /// there is room. - Returns: whether there is room now (otherwise `source` is the one
-  /// that names the most, and the caller closes it).
+  /// there is room. Relays whose rosters overlap may all be closed for one new peer (closing
+  /// one of them frees nothing while another leads to the same peers): passing over those
+  /// was tried, and let two flooders naming the same made-up peers keep the room.
+  /// - Returns: whether there is room now (otherwise `source` names the most, and the
+  ///   caller closes it).
   mutating func makeRoomByClosingTheLargestRoster(besides source: ConnectionID, given: Int, now: Duration, into actions: inout [SessionAction])
     -> Bool
   {
@@ -44,7 +48,7 @@ extension SessionStateMachine {
         largest.id, "this session knows as many peers as it may (\(peerBudget)), and this relay's rosters name the most of them (\(largest.count))",
         now: now, into: &actions)
       // Its routes went with its session; counted as none from now on in any case, so that
-      // this ends.
+      // this ends (each pass closes one connection).
       connections[largest.id]?.rosterRoutes = 0
     }
     return true

@@ -85,8 +85,6 @@ extension SessionStateMachine {
       peers[other]?.routes[id] = nil
       changed.append(other)
     }
-    // (The connection may linger a moment, closing: it names nobody any more.)
-    connections[id]?.rosterRoutes = 0
     if resuming {
       relaySuspended(peerID, on: id, stranding: changed.filter { peers[$0]?.session == nil && peers[$0]?.routes.isEmpty == true })
     }
@@ -108,6 +106,9 @@ extension SessionStateMachine {
       return
     }
     var changed: [PeerID] = []
+    // What it named before a full roster stays known until the frame ends: it still counts
+    // when room is asked for (else a full roster of new ids asked as if it named nothing).
+    let namedBefore = connections[id]?.rosterRoutes ?? 0
     if roster.kind == .full {
       for (other, record) in peers where record.routes[id] != nil {
         peers[other]?.routes[id] = nil
@@ -150,7 +151,9 @@ extension SessionStateMachine {
           }
           // At the limit of peers we know at all, the relay naming the most is closed
           // (SessionStateMachine+PeerBudget): another one, or this one.
-          guard known != nil || peers.count < peerBudget || makeRoomByClosingTheLargestRoster(besides: id, given: routes, now: now, into: &actions)
+          guard
+            known != nil || peers.count < peerBudget
+              || makeRoomByClosingTheLargestRoster(besides: id, given: max(routes, namedBefore), now: now, into: &actions)
           else {
             connections[id]?.rosterRoutes = routes
             routesChanged(changed, from: id, wasDirect: nil, now: now, into: &actions)
@@ -338,7 +341,11 @@ extension SessionStateMachine {
         let strandedBehind = record.routes.isEmpty ? nil : unstrand(other)
         if let route = record.bestRoute, let relay = connectionPeer(route), !isOffline(other) {
           if !record.announcedReachable || strandedBehind != nil {
-            if !record.announcedReachable || strandedBehind != relay.id { actions.append(.emit(.reachable(record.peer, via: relay))) }
+            if !record.announcedReachable || strandedBehind != relay.id {
+              // Fresh when it was not reachable before: a reader far behind then gets neither
+              // it nor an unreachable that follows (EventHub's ItemQueue).
+              actions.append(record.announcedReachable ? .emit(.reachable(record.peer, via: relay)) : .emitFresh(.reachable(record.peer, via: relay)))
+            }
             peers[other]?.announcedReachable = true
             relayedBack(other)
             resendRelayed(to: other, via: route, into: &actions)

@@ -276,6 +276,9 @@ package enum SessionAction: Sendable {
   case resendMessages([Frame.Message], ConnectionID)
   case close(ConnectionID, CloseAction)
   case emit(SessionEvent)
+  /// ``emit(_:)`` of an event that starts something anew (a peer `reachable` that was not):
+  /// what a reader far behind makes of it and a later `unreachable` is nothing at all.
+  case emitFresh(SessionEvent)
   /// Hand a message to the application; acknowledge it (``SessionStateMachine/acknowledge(_:now:into:)``)
   /// once the application has taken it.
   case deliver(ReceivedMessage, from: ConnectionID)

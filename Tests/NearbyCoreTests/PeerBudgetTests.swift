@@ -100,6 +100,29 @@ struct PeerBudgetTests {
     #expect(Self.reaches(real, through: Self.honest, net) == 10)
   }
 
+  /// A relay that names the most sends a full roster of new peers while the room is full:
+  /// it asks as the one naming the most (what it named before is still known until the
+  /// frame ends), and is closed; the honest relay that names fewer stays. (Counted as
+  /// naming nothing, it had the honest relay closed.)
+  @Test func aFullRosterAsksForRoomAsWhatItNamedBefore() {
+    var net = Self.network(relays: [Self.sybil1, Self.honest])
+    let real = Self.madeUp(8, group: 3)
+    Self.roster(real, from: Self.honest, &net)
+    Self.roster(Self.madeUp(Self.perRelay, group: 1), from: Self.sybil1, &net)
+    #expect(net.nodes[Self.hub.id]!.knownPeerCount == Self.budget)
+    _ = net.take(Self.hub.id)
+    net.act(Self.hub.id) { m, x, now in
+      m.received(
+        [.roster(Frame.Roster(kind: .full, entries: Self.madeUp(Self.perRelay, group: 9)))], on: m.sessionConnection(Self.sybil1.id)!, now: now,
+        into: &x)
+    }
+    net.run()
+    let closed = Self.closedForRosters(net.take(Self.hub.id))
+    #expect(closed.count == 1 && closed.first?.hasPrefix("sybil1: ") == true, "\(closed)")
+    #expect(net.connectedNames(Self.hub.id) == ["honest"])
+    #expect(Self.reaches(real, through: Self.honest, net) == 8)
+  }
+
   /// A flood of presence on NATS (each entry with a key that owns its id) takes half of a
   /// federated relay's room, and a relay connection's roster still fits in the other half.
   /// Before, presence took all of it and the honest relay was closed.

@@ -169,7 +169,7 @@ struct SimulatedNetwork {
         closed.insert(link)
         // A silenced link swallows its end too (the other side never hears of it).
         if let remote = links[link], !silenced.contains(link) { queue.append(.eof(remote.node, remote.connection)) }
-      case .emit(let event):
+      case .emit(let event), .emitFresh(let event):
         events[node, default: []].append(event)
       case .deliver(let message, let connection):
         events[node, default: []].append(.message(message))
