@@ -386,12 +386,13 @@ enum HubEvent: Sendable {
 /// grew element by element through the generic `append(contentsOf:)`.)
 ///
 /// While its subscriber is ``supersedeAfter`` events behind (or more), an event about a peer's
-/// discovery or reachability (or a foreign service) replaces the one about the same thing
-/// still waiting: the waiting one is taken out and the newer goes at the end, merged so that
-/// the subscriber ends up knowing what it would have known (``HubEvent/superseding(_:)``).
-/// Without it, a peer that did not read its events kept every one of them: a relay sending
-/// ROSTER additions and removals of the same 4 096 made-up peers, 64 frames a second, was a
-/// quarter of a million events a second, and discovery churn on the LAN added its own.
+/// discovery or reachability replaces the one about the same thing still waiting: the
+/// waiting one is taken out and the newer goes at the end, merged so that the subscriber ends
+/// up knowing what it would have known (``EventHub/Item/superseding(_:)``); events about
+/// foreign services are left out. Without it, a peer that did not read its events kept every
+/// one of them: a relay sending ROSTER additions and removals of made-up peers, 64 frames of
+/// 4 096 a second, was a quarter of a million events a second, and discovery churn on the LAN
+/// added its own.
 struct ItemQueue: Sendable {
   private var storage: [EventHub.Item?] = []
   private var head = 0

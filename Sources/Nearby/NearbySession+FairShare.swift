@@ -65,8 +65,9 @@ extension NearbySession {
 
   /// Puts an event about a peer behind that peer's messages held back, if it has some on one
   /// connection. With some on several (directly and through a relay), those go now, and the
-  /// event after them. - Returns: whether the event was held back (else the caller publishes it).
-  func holdBehindItsPeer(_ event: SessionEvent) -> Bool {
+  /// event after them. `fresh`: see ``SessionAction/emitFresh(_:)``.
+  /// - Returns: whether the event was held back (else the caller publishes it).
+  func holdBehindItsPeer(_ event: SessionEvent, fresh: Bool = false) -> Bool {
     guard let peer = event.concernedPeer else { return false }
     var holding: ConnectionID?
     for (connection, held) in guards.heldBack where held.concerns(peer) {
@@ -77,7 +78,7 @@ extension NearbySession {
       holding = connection
     }
     guard let holding else { return false }
-    guards.heldBack[holding]?.append(EventHub.Publication(element: .session(event)))
+    guards.heldBack[holding]?.append(EventHub.Publication(element: .session(event), fresh: fresh))
     return true
   }
 

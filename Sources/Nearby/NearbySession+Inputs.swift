@@ -313,7 +313,7 @@ extension NearbySession {
     // Nothing overtakes what was gathered before it, or its peer's messages held back (a
     // peer's "disconnected" came before its last messages).
     flushPublishing()
-    if guards.heldBack.isEmpty || !holdBehindItsPeer(event) { hub.publish(.session(event), fresh: fresh) }
+    if guards.heldBack.isEmpty || !holdBehindItsPeer(event, fresh: fresh) { hub.publish(.session(event), fresh: fresh) }
     switch event {
     case .connected(let peer, _):
       metPeer(peer)

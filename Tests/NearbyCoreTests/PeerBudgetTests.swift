@@ -123,6 +123,41 @@ struct PeerBudgetTests {
     #expect(Self.reaches(real, through: Self.honest, net) == 8)
   }
 
+  /// The state machine marks a peer's first `reachable` fresh (a reader far behind then
+  /// makes nothing of it and a later `unreachable`); a better route through another relay
+  /// is no fresh news (nothing is emitted for it).
+  @Test func aFirstReachableIsFreshAndAMoveIsNot() {
+    // A peer (not a relay: a relay tells its peers, not its application) with two relays.
+    let alice = Peer(id: PeerID(hex: "000000000000000000000000000001fa")!, name: try! DisplayName("alice"))
+    var net = SimulatedNetwork()
+    net.add(alice, policy: .all)
+    for relay in [Self.sybil1, Self.honest] { net.add(relay, policy: .all) { $0.capabilities = .relay } }
+    net.discoverAll()
+    for relay in [Self.sybil1, Self.honest] { net.act(alice.id) { m, x, now in m.invite(relay.id, context: [], now: now, into: &x) } }
+    net.run()
+    let peer = Self.madeUp(1, group: 4)
+    var first: [SessionAction] = []
+    net.act(alice.id) { m, x, now in
+      m.received([.roster(Frame.Roster(kind: .add, entries: peer))], on: m.sessionConnection(Self.sybil1.id)!, now: now, into: &x)
+      first = x
+    }
+    net.run()
+    let fresh = first.contains { if case .emitFresh(.reachable(let p, _)) = $0 { p.id == peer[0].peer.id } else { false } }
+    #expect(fresh, "\(first)")
+    // Closer through the honest relay (1 hop against 3): no fresh reachable.
+    var moved: [SessionAction] = []
+    let closer = [Frame.Roster.Entry(peer: peer[0].peer, hops: 1, publicKey: peer[0].publicKey)]
+    let farther = [Frame.Roster.Entry(peer: peer[0].peer, hops: 3, publicKey: peer[0].publicKey)]
+    net.act(alice.id) { m, x, now in
+      m.received([.roster(Frame.Roster(kind: .add, entries: farther))], on: m.sessionConnection(Self.sybil1.id)!, now: now, into: &x)
+      m.received([.roster(Frame.Roster(kind: .add, entries: closer))], on: m.sessionConnection(Self.honest.id)!, now: now, into: &x)
+      moved = x
+    }
+    net.run()
+    #expect(!moved.contains { if case .emitFresh = $0 { true } else { false } }, "\(moved)")
+    #expect(net.nodes[alice.id]!.relayedPeers.first { $0.peer.id == peer[0].peer.id }?.via.id == Self.honest.id)
+  }
+
   /// A flood of presence on NATS (each entry with a key that owns its id) takes half of a
   /// federated relay's room, and a relay connection's roster still fits in the other half.
   /// Before, presence took all of it and the honest relay was closed.
