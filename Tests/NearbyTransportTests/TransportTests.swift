@@ -320,8 +320,16 @@ struct TransportTests {
   }
 
   @Test func shuttingDownLeavesNoThreadOrDescriptorBehind() async {
-    // In a child process, so that no other test's sockets or threads blur the count.
+    // In a child process, so that no other test's sockets or threads blur the count. The
+    // child exits 0 and says what it found on stderr ("verdict: ..."): a failed exit test
+    // returns nothing of what its child wrote, and a failed set-up (exit 2, seen twice in
+    // parallel runs) could not be told apart.
     let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+      func verdict(_ text: String) -> Never {
+        let line = "verdict: \(text)\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+        exit(0)
+      }
       // Let the concurrency runtime open its own descriptors (timers) first.
       try await Task.sleep(for: .milliseconds(5))
       let fdsBefore = openFileDescriptors()
@@ -336,11 +344,8 @@ struct TransportTests {
       let threadsDuring = threadCount(named: "nearby-io")
       let fdsDuring = openFileDescriptors()
       guard threadsDuring == threadsBefore + 1, fdsDuring >= fdsBefore + 5 else {
-        // Said, so that a failed set-up (seen once in a parallel run) can be told apart.
-        let note =
-          "set-up: descriptors \(fdsBefore) -> \(fdsDuring), I/O threads \(threadsBefore) -> \(threadsDuring): \(threadsOfThisProcess().map(\.name))\n"
-        _ = note.withCString { write(2, $0, strlen($0)) }
-        exit(2)
+        verdict(
+          "set-up: descriptors \(fdsBefore) -> \(fdsDuring), I/O threads \(threadsBefore) -> \(threadsDuring): \(threadsOfThisProcess().map(\.name))")
       }
       outbound.close(.now)
       inbound.close(.now)
@@ -349,15 +354,13 @@ struct TransportTests {
       let fdsAfter = openFileDescriptors()
       let threadsAfter = threadCount(named: "nearby-io")
       if fdsAfter != fdsBefore || threadsAfter != threadsBefore {
-        let note = "descriptors \(fdsBefore) -> \(fdsAfter), I/O threads \(threadsBefore) -> \(threadsAfter)\n"
-        _ = note.withCString { write(2, $0, strlen($0)) }
-        exit(Int32(10 + 10 * (threadsAfter - threadsBefore) + (fdsAfter - fdsBefore)))
+        verdict("descriptors \(fdsBefore) -> \(fdsAfter), I/O threads \(threadsBefore) -> \(threadsAfter)")
       }
-      exit(0)
+      verdict("ok")
     }
-    if let result, result.exitStatus != .exitCode(0) {
-      Issue.record("child: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
-    }
+    let said = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+    let verdicts = said.split(separator: "\n").filter { $0.hasPrefix("verdict: ") }
+    #expect(verdicts == ["verdict: ok"], "child: \(said)")
   }
 
   /// Adaptive busy polling on a real loop: events that come soon after it starts waiting (a
