@@ -428,16 +428,38 @@ struct ItemQueue: Sendable {
     }
   }
 
+  // Without holes and with nothing superseding, the slot at `head` is the event, handed out
+  // as taken from storage: looking into it first (for a hole) copied every event once more
+  // and destroyed the copy, about 370 instructions an event, which took 64-byte throughput
+  // down by several percent.
   @inline(__always)
   mutating func popFirst() -> EventHub.Item? {
+    guard used > 0 else { return nil }
+    guard used == count, waiting.isEmpty else { return popFirstPastHoles() }
+    let item = storage[head].take()
+    advanceHead()
+    count -= 1
+    return item
+  }
+
+  @inline(__always)
+  private mutating func advanceHead() {
+    head += 1
+    if head == storage.count { head = 0 }
+    headPosition += 1
+    used -= 1
+  }
+
+  /// ``popFirst()`` where superseded events left holes, or waiting ones are tracked.
+  @inline(never)
+  private mutating func popFirstPastHoles() -> EventHub.Item? {
     while used > 0 {
-      let item = storage[head].take()
       let position = headPosition
-      head += 1
-      if head == storage.count { head = 0 }
-      headPosition += 1
-      used -= 1
-      if case .none = item { continue }
+      guard let item = storage[head].take() else {
+        advanceHead()
+        continue
+      }
+      advanceHead()
       count -= 1
       if !waiting.isEmpty { taken(item, at: position) }
       return item
@@ -476,8 +498,8 @@ struct ItemQueue: Sendable {
 
   /// A waiting event was taken: it is no longer the one a newer one supersedes.
   @inline(never)
-  private mutating func taken(_ item: EventHub.Item?, at position: Int) {
-    if let key = item?.element.supersedingKey, waiting[key] == position { waiting[key] = nil }
+  private mutating func taken(_ item: borrowing EventHub.Item, at position: Int) {
+    if let key = item.element.supersedingKey, waiting[key] == position { waiting[key] = nil }
   }
 
   private func index(of position: Int) -> Int {

@@ -37,6 +37,13 @@ struct LocalSession: Sendable {
     configuration.browse = false
     configuration.listenHost = "127.0.0.1"
     configuration.acceptPolicy = policy
+    if getenv("NEARBY_BENCH_PATIENT") != nil {
+      // Profiling under valgrind, which runs a program some fifty times slower: a peer is
+      // not taken for dead (its session then reconnected and sent its whole resend window
+      // again, every few seconds, and the count of instructions per message meant nothing).
+      configuration.timeouts.deadPeer = .seconds(3600)
+      configuration.timeouts.pingInterval = .seconds(600)
+    }
     let session = try NearbySession(configuration: configuration)
     let task = Task { try await session.run() }
     guard let port = await session.waitUntilListening() else { throw BenchError("a session did not start") }
