@@ -96,27 +96,57 @@ extension NearbySession {
 
 /// One connection's messages held back from the hub, oldest first, with the events about
 /// their peers that came after them; and which peers they concern.
+///
+/// A peer's reachability may change without end while its messages wait here (a relay adding
+/// and removing it from its roster, over and over, while the application does not read): a
+/// newer `reachable` or `unreachable` about a peer replaces the one held since that peer's
+/// last message, merged as a lagging reader's are (``EventHub/Item/superseding(_:)``), and
+/// goes at the end. One held before a message of its peer stays where it is: the reader
+/// learns that the peer became reachable before reading what it sent. So what is held stays
+/// within the messages held (which the untaken limits bound) and one such event per peer.
 struct HeldMessages {
-  private var publications: [EventHub.Publication] = []
+  /// Holes (`nil`) are events that a newer one replaced.
+  private var publications: [EventHub.Publication?] = []
   private var head = 0
+  /// The position (counted from the first ever held) of `publications[0]`.
+  private var base = 0
   /// How many of them are messages (they have a claim; events do not).
   private(set) var messages = 0
+  /// Events and messages held, without the holes (tests).
+  private(set) var count = 0
   /// For each peer, how many of those still held concern it: its messages (a relay's
   /// connection carries many peers') and events about it. A later event about one of these
   /// peers waits behind them; about any other peer, it need not. (A set of origins, emptied
   /// only when everything went, kept naming peers whose messages had all been published, and
   /// their events waited behind other peers' messages.)
   private var concerned: [PeerID: Int] = [:]
+  /// The position of the event held about a peer's reachability that a newer one replaces
+  /// (none once a message of that peer came after it, or it was published).
+  private var replaceable: [HubEvent.SupersedingKey: Int] = [:]
 
-  var isEmpty: Bool { head == publications.count }
+  var isEmpty: Bool { count == 0 }
 
   /// Whether anything held concerns `peer` (an event about it must wait behind it).
   func concerns(_ peer: PeerID) -> Bool { concerned[peer] != nil }
 
   mutating func append(_ publication: EventHub.Publication) {
-    if publication.claim != nil { messages += 1 }
+    var publication = publication
+    if let claim = publication.claim {
+      messages += 1
+      if !replaceable.isEmpty { replaceable[.reach(claim.taken.origin)] = nil }
+    } else if let key = publication.element.supersedingKey {
+      if let position = replaceable.removeValue(forKey: key), let old = publications[position - base].take() {
+        count -= 1
+        if let peer = old.concernedPeer { release(peer) }
+        let newer = EventHub.Item(publication.element, fresh: publication.fresh)
+        guard let merged = EventHub.Item(old.element, fresh: old.fresh).superseding(newer) else { return }
+        publication = EventHub.Publication(element: merged.element, claim: nil, fresh: merged.fresh)
+      }
+      replaceable[key] = base + publications.count
+    }
     if let peer = publication.concernedPeer { concerned[peer, default: 0] += 1 }
     publications.append(publication)
+    count += 1
   }
 
   /// Publishes the oldest `limit` messages in order, with the events between them and those
@@ -124,25 +154,33 @@ struct HeldMessages {
   mutating func publish(upTo limit: Int, to hub: EventHub) {
     var end = head
     var published = 0
-    while end < publications.count, published < limit || publications[end].claim == nil {
-      if publications[end].claim != nil { published += 1 }
-      if let peer = publications[end].concernedPeer { release(peer) }
+    var handed: [EventHub.Publication] = []
+    while end < publications.count, published < limit || publications[end]?.claim == nil {
+      if let publication = publications[end] {
+        if publication.claim != nil { published += 1 }
+        if let peer = publication.concernedPeer { release(peer) }
+        if !replaceable.isEmpty, let key = publication.element.supersedingKey, replaceable[key] == base + end { replaceable[key] = nil }
+        handed.append(publication)
+        count -= 1
+      }
       end += 1
     }
-    hub.publish(publications[head..<end])
+    hub.publish(handed)
     head = end
     messages -= published
     if head == publications.count {
+      base += publications.count
       publications.removeAll(keepingCapacity: true)
       head = 0
     } else if head >= 1024, head * 2 >= publications.count {
+      base += head
       publications.removeFirst(head)
       head = 0
     }
   }
 
   /// Publishes all of them, in order.
-  func publishAll(to hub: EventHub) { hub.publish(publications[head...]) }
+  func publishAll(to hub: EventHub) { hub.publish(publications[head...].compactMap { $0 }) }
 
   private mutating func release(_ peer: PeerID) {
     guard let slot = concerned.index(forKey: peer) else { return }
