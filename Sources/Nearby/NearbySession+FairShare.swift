@@ -101,9 +101,11 @@ extension NearbySession {
 /// and removing it from its roster, over and over, while the application does not read): a
 /// newer `reachable` or `unreachable` about a peer replaces the one held since that peer's
 /// last message, merged as a lagging reader's are (``EventHub/Item/superseding(_:)``), and
-/// goes at the end. One held before a message of its peer stays where it is: the reader
-/// learns that the peer became reachable before reading what it sent. So what is held stays
-/// within the messages held (which the untaken limits bound) and one such event per peer.
+/// goes at the end. One held before anything else of its peer (a message, an offer, a
+/// receipt, a `disconnected`) stays where it is: the reader learns that the peer became
+/// reachable before reading what it sent. So what is held stays within twice what else is
+/// held (messages, which the untaken limits bound, and the peer's other events) and one
+/// such event per peer.
 struct HeldMessages {
   /// Holes (`nil`) are events that a newer one replaced.
   private var publications: [EventHub.Publication?] = []
@@ -112,7 +114,7 @@ struct HeldMessages {
   private var base = 0
   /// How many of them are messages (they have a claim; events do not).
   private(set) var messages = 0
-  /// Events and messages held, without the holes (tests).
+  /// Events and messages held, without the holes.
   private(set) var count = 0
   /// For each peer, how many of those still held concern it: its messages (a relay's
   /// connection carries many peers') and events about it. A later event about one of these
@@ -121,7 +123,7 @@ struct HeldMessages {
   /// their events waited behind other peers' messages.)
   private var concerned: [PeerID: Int] = [:]
   /// The position of the event held about a peer's reachability that a newer one replaces
-  /// (none once a message of that peer came after it, or it was published).
+  /// (none once anything else of that peer came after it, or it was published).
   private var replaceable: [HubEvent.SupersedingKey: Int] = [:]
 
   var isEmpty: Bool { count == 0 }
@@ -131,10 +133,10 @@ struct HeldMessages {
 
   mutating func append(_ publication: EventHub.Publication) {
     var publication = publication
-    if let claim = publication.claim {
-      messages += 1
-      if !replaceable.isEmpty { replaceable[.reach(claim.taken.origin)] = nil }
-    } else if let key = publication.element.supersedingKey {
+    let key = publication.claim == nil ? publication.element.supersedingKey : nil
+    if publication.claim != nil { messages += 1 }
+    if !replaceable.isEmpty, let peer = publication.concernedPeer, key != .reach(peer) { replaceable[.reach(peer)] = nil }
+    if let key {
       if let position = replaceable.removeValue(forKey: key), let old = publications[position - base].take() {
         count -= 1
         if let peer = old.concernedPeer { release(peer) }
@@ -154,14 +156,15 @@ struct HeldMessages {
   mutating func publish(upTo limit: Int, to hub: EventHub) {
     var end = head
     var published = 0
+    // Moved out of storage (holes left behind), which then no longer keeps them.
     var handed: [EventHub.Publication] = []
     while end < publications.count, published < limit || publications[end]?.claim == nil {
-      if let publication = publications[end] {
+      if let publication = publications[end].take() {
         if publication.claim != nil { published += 1 }
         if let peer = publication.concernedPeer { release(peer) }
         if !replaceable.isEmpty, let key = publication.element.supersedingKey, replaceable[key] == base + end { replaceable[key] = nil }
-        handed.append(publication)
         count -= 1
+        handed.append(publication)
       }
       end += 1
     }

@@ -124,6 +124,7 @@ struct HeldMessagesTests {
       case .status(.listening(let port)): seen.append("message \(port)")
       case .reachable(let peer, _): seen.append("\(peer.name) reachable")
       case .unreachable(let peer): seen.append("\(peer.name) unreachable")
+      case .delivered(let id, let peer): seen.append("\(id) delivered to \(peer.name)")
       default: seen.append("\(event)")
       }
     }
@@ -148,11 +149,11 @@ struct HeldMessagesTests {
     held.publishAll(to: hub)
     if startsReachable {
       // Gone and back: told as a reachable (a route that changed).
-      #expect(held.count == 2)
+      try #require(held.count == 2)
       #expect(await Self.reachability(hub, count: 2) == ["message 1", "bob reachable"])
     } else {
       // Came and went: nothing to tell.
-      #expect(held.count == 1)
+      try #require(held.count == 1)
       #expect(await Self.reachability(hub, count: 1) == ["message 1"])
     }
   }
@@ -167,9 +168,25 @@ struct HeldMessagesTests {
     held.append(Self.message(from: Self.bob, 2))
     held.append(try Self.reach(Self.bob, false))
     held.append(try Self.reach(Self.carol, false))
-    #expect(held.count == 5)
+    try #require(held.count == 5)
     while !held.isEmpty { held.publish(upTo: 1, to: hub) }
     #expect(await Self.reachability(hub, count: 5) == ["message 1", "bob reachable", "message 2", "bob unreachable", "carol unreachable"])
+  }
+
+  /// Not only a message of the peer keeps its earlier event in place: anything else about
+  /// it does (here a receipt: the reader learns bob is reachable, then that he took message
+  /// 7, then that he is gone).
+  @Test func anEventBeforeAnythingElseOfItsPeerStaysWhereItIs() async throws {
+    let hub = EventHub()
+    var held = HeldMessages()
+    held.append(Self.message(from: Self.carol, 1))
+    held.append(try Self.reach(Self.bob, true, fresh: true))
+    held.append(EventHub.Publication(element: .session(.delivered(messageID: 7, to: try Self.peer(Self.bob)))))
+    held.append(try Self.reach(Self.bob, false))
+    try #require(held.count == 4)
+    held.publish(upTo: 1, to: hub)
+    #expect(held.isEmpty)
+    #expect(await Self.reachability(hub, count: 4) == ["message 1", "bob reachable", "7 delivered to bob", "bob unreachable"])
   }
 
   /// A newer event replaces the right one after the held messages moved up in storage
@@ -191,7 +208,7 @@ struct HeldMessagesTests {
     held.publish(upTo: 1050, to: hub)
     seen += await Self.reachability(cursor, count: 1050)
     held.append(try Self.reach(Self.bob, true, fresh: true))
-    #expect(held.count == 52, "50 messages, message 1100 and bob's reachable, which replaced his unreachable")
+    try #require(held.count == 52, "50 messages, message 1100 and bob's reachable, which replaced his unreachable")
     expected.append("bob reachable")
     while !held.isEmpty { held.publish(upTo: 10, to: hub) }
 
@@ -201,6 +218,7 @@ struct HeldMessagesTests {
     held.publish(upTo: 1, to: hub)
     // Bob's unreachable went with message 5000: this one is news of its own.
     held.append(try Self.reach(Self.bob, true, fresh: true))
+    try #require(held.count == 2, "message 5001 and bob's reachable")
     held.publishAll(to: hub)
     expected += ["message 5000", "bob unreachable", "message 5001", "bob reachable"]
     seen += await Self.reachability(cursor, count: expected.count - seen.count)
