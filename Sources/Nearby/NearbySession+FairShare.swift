@@ -99,9 +99,9 @@ extension NearbySession {
 ///
 /// A peer's reachability may change without end while its messages wait here (a relay adding
 /// and removing it from its roster, over and over, while the application does not read): a
-/// newer `reachable` or `unreachable` about a peer replaces the one held since that peer's
-/// last message, merged as a lagging reader's are (``EventHub/Item/superseding(_:)``), and
-/// goes at the end. One held before anything else of its peer (a message, an offer, a
+/// newer `reachable` or `unreachable` about a peer replaces the one held since anything
+/// else of that peer, merged as a lagging reader's are (``EventHub/Item/superseding(_:)``),
+/// and goes at the end. One held before anything else of its peer (a message, an offer, a
 /// receipt, a `disconnected`) stays where it is: the reader learns that the peer became
 /// reachable before reading what it sent. So what is held stays within twice what else is
 /// held (messages, which the untaken limits bound, and the peer's other events) and one
