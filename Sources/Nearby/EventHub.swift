@@ -389,7 +389,9 @@ enum HubEvent: Sendable {
 /// discovery or reachability replaces the one about the same thing still waiting: the
 /// waiting one is taken out and the newer goes at the end, merged so that the subscriber ends
 /// up knowing what it would have known (``EventHub/Item/superseding(_:)``); events about
-/// foreign services are left out. Without it, a peer that did not read its events kept every
+/// foreign services are left out. A reachability event followed by anything else about its
+/// peer (a message, a receipt, `disconnected`) is no longer replaced, as in ``HeldMessages``:
+/// the reader learns that a peer became reachable before it reads what the peer sent. Without it, a peer that did not read its events kept every
 /// one of them: a relay sending ROSTER additions and removals of made-up peers, 64 frames of
 /// 4 096 a second, was a quarter of a million events a second, and discovery churn on the LAN
 /// added its own.
@@ -421,7 +423,7 @@ struct ItemQueue: Sendable {
   // tenth slower.
   @inline(__always)
   mutating func append(_ item: consuming EventHub.Item) {
-    if (count < supersedeAfter && waiting.isEmpty) || item.claim != nil {
+    if count < supersedeAfter && waiting.isEmpty {
       place(item)
     } else {
       appendSuperseding(item)
@@ -470,7 +472,20 @@ struct ItemQueue: Sendable {
   /// An event that may supersede one waiting, or be superseded later.
   @inline(never)
   private mutating func appendSuperseding(_ item: consuming EventHub.Item) {
-    guard let key = item.element.supersedingKey else {
+    // Anything else about a peer (its message, a receipt, `disconnected`) keeps the waiting
+    // event about its reachability where it is: superseded, a fresh `reachable` before a
+    // message of its peer and an `unreachable` after it made nothing, and the reader read a
+    // message from a peer it never saw reachable.
+    if let claim = item.claim {
+      if !waiting.isEmpty { waiting[.reach(claim.taken.origin)] = nil }
+      place(item)
+      return
+    }
+    let key = item.element.supersedingKey
+    if !waiting.isEmpty, case .session(let event) = item.element, let peer = event.concernedPeer, key != .reach(peer) {
+      waiting[.reach(peer)] = nil
+    }
+    guard let key else {
       place(item)
       return
     }

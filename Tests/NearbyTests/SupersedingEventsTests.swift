@@ -46,27 +46,47 @@ struct SupersedingEventsTests {
   }
 
   /// Random discovery and reachability changes of a few peers, among events that never
-  /// supersede, read at random: what the consumer ends up knowing is the truth, it never reads
-  /// an event that makes no sense, and the queue holds at most one waiting event per peer and
-  /// kind beyond what it held when it fell behind.
+  /// supersede and messages from reachable peers, read at random: what the consumer ends up
+  /// knowing is the truth, it never reads an event that makes no sense (nor a message from a
+  /// peer it does not know reachable), messages come in order, and the queue holds at most one
+  /// waiting event per peer and kind beyond what it held when it fell behind, and one more
+  /// before each waiting message.
   @Test(arguments: 0..<40) func whatTheConsumerKnowsIsTheTruth(seed: UInt64) {
     var random = SplitMix64(seed: seed)
     var queue = ItemQueue(supersedeAfter: 8)
     var truth = Knowledge()
     var consumer = Knowledge()
     var fillers = 0
+    var messages = 0
+    var sent: UInt64 = 0
+    var read: UInt64 = 0
     for _ in 0..<3_000 {
-      switch random.next() % 10 {
+      switch random.next() % 12 {
       case 0, 1:
         // The consumer reads a few.
         for _ in 0..<(random.next() % 4) {
           guard let item = queue.popFirst() else { break }
           consumer.apply(item.element)
           if case .session(.status) = item.element { fillers -= 1 }
+          if case .session(.message(let message)) = item.element {
+            messages -= 1
+            #expect(message.id.rawValue == read + 1, "messages in order")
+            read = message.id.rawValue
+            #expect(consumer.reachable[message.from.id] != nil, "a message from \(message.from.name), not reachable for the reader")
+          }
         }
       case 2:
         queue.append(EventHub.Item(Self.filler))
         fillers += 1
+      case 3:
+        // A message from a peer that is reachable.
+        guard let from = truth.reachable.keys.sorted(by: { $0.low < $1.low }).first else { break }
+        sent += 1
+        let peer = Self.peer(Int(from.low))
+        let claim = MessageClaim(taken: TakenMessage(connection: ConnectionID(1), origin: from, id: sent), bytes: 1)
+        let message = ReceivedMessage(id: MessageID(rawValue: sent), from: peer, isPrivate: false, timestamp: 0, body: [1])
+        queue.append(EventHub.Item(.session(.message(message)), claim: claim))
+        messages += 1
       default:
         let index = Int(random.next() % 6)
         let id = Self.peer(index).id
@@ -90,13 +110,57 @@ struct SupersedingEventsTests {
         truth.apply(event)
         queue.append(EventHub.Item(event, fresh: fresh))
       }
-      // Behind or not, at most the threshold, one per peer and kind, and the fillers.
-      #expect(queue.count <= 8 + 12 + fillers)
+      // Behind or not, at most the threshold, one per peer and kind, the fillers, and the
+      // messages with one event each that they keep in place.
+      #expect(queue.count <= 8 + 12 + fillers + 2 * messages)
       #expect(queue.capacity <= 4 * max(queue.count, 16) + 256)
     }
-    while let item = queue.popFirst() { consumer.apply(item.element) }
+    while let item = queue.popFirst() {
+      consumer.apply(item.element)
+      if case .session(.message(let message)) = item.element {
+        #expect(message.id.rawValue == read + 1, "messages in order")
+        read = message.id.rawValue
+        #expect(consumer.reachable[message.from.id] != nil, "a message from \(message.from.name), not reachable for the reader")
+      }
+    }
+    #expect(read == sent)
     #expect(consumer.errors.isEmpty, "\(consumer.errors.prefix(3))")
     #expect(consumer == truth)
+  }
+
+  /// The case the model test found, by hand: far behind, a peer becomes reachable (fresh),
+  /// sends a message and becomes unreachable. Superseded, the reachable and the unreachable
+  /// made nothing and the reader read a message from a peer it never saw reachable; now the
+  /// reachable stays before the message and the unreachable comes after it. A receipt of the
+  /// peer keeps its place the same way.
+  @Test func aReachableBeforeItsPeersMessageOrReceiptStaysInPlace() {
+    var queue = ItemQueue(supersedeAfter: 2)
+    queue.append(EventHub.Item(Self.filler))
+    queue.append(EventHub.Item(Self.filler))
+    let bob = Self.peer(1)
+    let carol = Self.peer(2)
+    let claim = MessageClaim(taken: TakenMessage(connection: ConnectionID(1), origin: bob.id, id: 1), bytes: 1)
+    let message = ReceivedMessage(id: MessageID(rawValue: 1), from: bob, isPrivate: false, timestamp: 0, body: [1])
+    queue.append(EventHub.Item(.session(.reachable(bob, via: Self.relays[0])), fresh: true))
+    queue.append(EventHub.Item(.session(.message(message)), claim: claim))
+    queue.append(EventHub.Item(.session(.unreachable(bob))))
+    queue.append(EventHub.Item(.session(.reachable(carol, via: Self.relays[0])), fresh: true))
+    queue.append(EventHub.Item(.session(.delivered(messageID: MessageID(rawValue: 9), to: carol))))
+    queue.append(EventHub.Item(.session(.unreachable(carol))))
+    var read: [String] = []
+    while let item = queue.popFirst() {
+      switch item.element {
+      case .session(.reachable(let peer, _)): read.append("reachable \(peer.name)")
+      case .session(.unreachable(let peer)): read.append("unreachable \(peer.name)")
+      case .session(.message(let message)): read.append("message from \(message.from.name)")
+      case .session(.delivered(_, let peer)): read.append("delivered to \(peer.name)")
+      default: read.append("filler")
+      }
+    }
+    #expect(
+      read == [
+        "filler", "filler", "reachable p1", "message from p1", "unreachable p1", "reachable p2", "delivered to p2", "unreachable p2",
+      ])
   }
 
   /// A subscriber that does not read while a quarter of a million reachability changes of
