@@ -89,6 +89,6 @@ extension NearbySession {
     machine.acknowledge(pendingAcknowledgements, now: now, into: &actions)
     pendingAcknowledgements.removeAll(keepingCapacity: pendingAcknowledgements.capacity <= Self.acknowledgementBatch.messages)
     pendingAcknowledgementBytes = 0
-    perform(actions)
+    perform(taking: &actions)
   }
 }
