@@ -46,6 +46,9 @@ public struct SessionEvents: AsyncSequence, Sendable {
 
     init(hub: EventHub, loop: EventLoop?) { cursor = EventCursor(hub: hub, loop: loop) }
 
+    // Inlined, with the cursor's `next()`, into the iterator's: each async call between them
+    // was a frame of its own from the task's allocator, per event.
+    @inline(__always)
     nonisolated(nonsending) func next() async -> SessionEvent? {
       while let event = await cursor.next() {
         if case .session(let event) = event { return event }
