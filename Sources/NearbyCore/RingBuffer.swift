@@ -33,7 +33,7 @@ package struct RingBuffer<Element>: Sendable where Element: Sendable {
     }
   }
 
-  @inlinable package mutating func append(_ element: Element) {
+  @inlinable package mutating func append(_ element: consuming Element) {
     if count == storage.count { grow() }
     storage[(head + count) % storage.count] = element
     count += 1

@@ -55,6 +55,25 @@ struct RecordKeyState {
     return AEAD.expandAES256GCMKey(key)
   }
 
+  /// Seals `plaintext` under the current key and nonce into `output` (see ``AEAD``). Here,
+  /// not in the sealer, and `mutating` although it changes nothing: the keys are read where
+  /// they lie. Read out of a class's property, each of them (and the nonce's storage) was
+  /// retained and released for every record, and a non-mutating method copied the whole
+  /// state to call it.
+  mutating func seal(additionalData: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) {
+    nonce.withUnsafeBytes { nonce in
+      AEAD.seal(cipher, key: key, expandedKey: expandedKey, nonce: nonce, additionalData: additionalData, plaintext: plaintext, into: output)
+    }
+  }
+
+  /// Opens `sealed` under the current key and nonce into `output` (see ``AEAD``).
+  /// - Returns: whether it was authentic.
+  mutating func open(additionalData: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> Bool {
+    nonce.withUnsafeBytes { nonce in
+      AEAD.open(cipher, key: key, expandedKey: expandedKey, nonce: nonce, additionalData: additionalData, sealed: sealed, into: output)
+    }
+  }
+
   /// Whether another record may be sealed or opened (the sequence number is not exhausted).
   var canAdvance: Bool { sequence < UInt64.max }
 

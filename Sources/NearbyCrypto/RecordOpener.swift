@@ -113,11 +113,9 @@ package final class RecordOpener {
         let type = record.load(fromByteOffset: 4, as: UInt8.self)
         if type == FrameType.error.rawValue { throw fail(peerError(UnsafeRawBufferPointer(start: record + 4, count: length))) }
         let plaintextCount = length - 1 - AEAD.tagCount
-        let opened = keys.nonce.withUnsafeBytes { nonce in
-          AEAD.open(
-            cipher, key: keys.key, expandedKey: keys.expandedKey, nonce: nonce, additionalData: UnsafeRawBufferPointer(start: record, count: 5),
-            sealed: UnsafeRawBufferPointer(start: record + 5, count: length - 1), into: record + 5)
-        }
+        let opened = keys.open(
+          additionalData: UnsafeRawBufferPointer(start: record, count: 5), sealed: UnsafeRawBufferPointer(start: record + 5, count: length - 1),
+          into: record + 5)
         guard opened else { throw fail(.decryptFailed(sequence: keys.sequence)) }
         readIndex += 4 + length
         keys.advance(plaintextCount: plaintextCount)

@@ -106,12 +106,7 @@ package final class RecordSealer {
     let header = output.baseAddress!
     header.storeBytes(of: UInt32(length).bigEndian, toByteOffset: 0, as: UInt32.self)
     header.storeBytes(of: type.rawValue, toByteOffset: 4, as: UInt8.self)
-    keys.nonce.withUnsafeBytes { nonce in
-      AEAD.seal(
-        cipher, key: keys.key, expandedKey: keys.expandedKey, nonce: nonce, additionalData: UnsafeRawBufferPointer(start: header, count: 5),
-        plaintext: plaintext,
-        into: header + 5)
-    }
+    keys.seal(additionalData: UnsafeRawBufferPointer(start: header, count: 5), plaintext: plaintext, into: header + 5)
     keys.advance(plaintextCount: plaintext.count)
     return 4 + length
   }
