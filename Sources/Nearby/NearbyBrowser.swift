@@ -27,6 +27,10 @@ public final class NearbyBrowser: Sendable {
     /// Browsing failed, typically because avahi-daemon is not running; the browser tries
     /// again by itself every two seconds.
     case failed(String)
+    /// More instances were announced than the browser resolves and remembers (`limit`; a
+    /// flood of forged ones?): the newest are left out until there is room, then looked for
+    /// again. Once per crowding.
+    case crowded(limit: Int)
   }
 
   public let serviceType: ServiceType
@@ -56,6 +60,7 @@ public final class NearbyBrowser: Sendable {
       case .lost(let peer): hub.publish(.browser(.lost(peer)))
       case .notANearbyPeer(let instance, let reason): hub.publish(.browser(.foreign(instance: instance, reason: reason)))
       case .failed(let error): hub.publish(.browser(.failed(error.description)))
+      case .crowded(let limit): hub.publish(.browser(.crowded(limit: limit)))
       }
     }
     browser.start()

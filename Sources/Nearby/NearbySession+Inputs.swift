@@ -66,6 +66,7 @@ extension NearbySession {
     case .lost(let peer): machine.lost(peer.id, into: &actions)
     case .notANearbyPeer(let instance, let reason): emit(.status(.foreignService(instance: instance, reason: reason)))
     case .failed(let error): emit(.status(.browsingFailed(error.description)))
+    case .crowded(let limit): emit(.status(.discoveryCrowded(limit: limit)))
     }
     perform(actions)
   }

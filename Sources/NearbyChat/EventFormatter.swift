@@ -128,10 +128,21 @@ public struct EventFormatter: Sendable {
       case .advertisingFailed(let text): return "! advertising: \(text)"
       case .browsingFailed(let text): return "! browsing: \(text)"
       case .foreignService(let instance, let reason): return "* ignoring '\(Self.sanitize(instance))': not a Nearby peer (\(Self.sanitize(reason)))"
+      case .discoveryCrowded(let limit): return Self.crowdedText(limit)
       case .connectionRejected(let peer, let reason):
         return "* closed a connection\(peer.map { " from \(Self.label($0))" } ?? ""): \(Self.sanitize(reason))"
       }
     }
+  }
+
+  /// Discovery left instances out (``SessionStatus/discoveryCrowded(limit:)``), in words.
+  package static func crowdedText(_ limit: Int) -> String {
+    "! discovery: more than \(limit) services of this type announced on the LAN (a flood?); the newest are left out, and looked for again once there is room"
+  }
+
+  /// The same as a JSON line: `{"event":"crowded","limit":N}`.
+  package static func crowdedJSON(_ limit: Int) -> JSONValue {
+    .object([("event", .string("crowded")), ("limit", .number(Int64(limit)))])
   }
 
   package func formatJSON(_ event: SessionEvent) -> JSONValue? {
@@ -185,6 +196,7 @@ public struct EventFormatter: Sendable {
       case .advertisingFailed(let text): return object("error", [("message", .string("advertising: \(text)"))])
       case .browsingFailed(let text): return object("error", [("message", .string("browsing: \(text)"))])
       case .foreignService(let instance, let reason): return object("foreign", [("instance", .string(instance)), ("reason", .string(reason))])
+      case .discoveryCrowded(let limit): return Self.crowdedJSON(limit)
       case .connectionRejected(let peer, let reason):
         return object("rejected", [("peer", peer.map(Self.peerJSON) ?? .null), ("reason", .string(reason))])
       }

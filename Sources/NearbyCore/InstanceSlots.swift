@@ -10,7 +10,8 @@ package struct InstanceSlots<Key: Hashable & Sendable>: Sendable {
   package private(set) var active: Set<Key> = []
   private var waiting: [Key] = []
   private var waitingKeys: Set<Key> = []
-  /// Instances not remembered because the waiting list was full.
+  /// Instances not remembered because the waiting list was full (since browsing began, or
+  /// the browser last asked again).
   package private(set) var turnedAway = 0
 
   package init(limit: Int = 512, waitingLimit: Int = 4096) {
@@ -52,10 +53,20 @@ package struct InstanceSlots<Key: Hashable & Sendable>: Sendable {
   /// How many instances wait.
   package var waitingCount: Int { waiting.count }
 
+  /// Whether the browser should ask the daemon for every instance again: some were left out
+  /// (``turnedAway``), and now nobody waits and there is room. DNS-SD announces an instance
+  /// once, so without asking, one left out during a flood (a real peer among thousands of
+  /// forged instances) stayed hidden after the flood ended, until browsing restarted.
+  package var shouldAskAgain: Bool { turnedAway > 0 && waiting.isEmpty && active.count < limit }
+
+  /// The browser asks again: what is left out from now on is counted afresh.
+  package mutating func askingAgain() { turnedAway = 0 }
+
   /// Forgets everything (browsing starts again).
   package mutating func reset() {
     active = []
     waiting = []
     waitingKeys = []
+    turnedAway = 0
   }
 }

@@ -256,6 +256,10 @@ public enum SessionStatus: Hashable, Sendable {
   case browsingFailed(String)
   /// An instance of our service type that is not a Nearby peer.
   case foreignService(instance: String, reason: String)
+  /// More instances of our service type were announced than discovery resolves and
+  /// remembers (`limit`; a flood of forged ones?): the newest are left out until there is
+  /// room, then looked for again. Once per crowding.
+  case discoveryCrowded(limit: Int)
   /// A connection was closed for breaking the protocol (logged, not fatal).
   case connectionRejected(peer: Peer?, reason: String)
 }

@@ -15,6 +15,10 @@ package enum BrowserEvent: Sendable, Hashable {
   case notANearbyPeer(instance: String, reason: String)
   /// Browsing failed (typically: the daemon is not running); the browser retries by itself.
   case failed(DNSServiceError)
+  /// More instances were announced than the browser resolves and remembers (`limit`: a
+  /// flood?): the newest are left out, and looked for again once there is room. Once per
+  /// crowding, not per instance.
+  case crowded(limit: Int)
 }
 
 /// Browses a service type and turns instances into peers.
@@ -36,7 +40,15 @@ package final class Browser: @unchecked Sendable {
   private var browse: DNSServiceOperation?
   private var instances: [PeerDirectory.InstanceKey: InstanceResolver] = [:]
   /// Which instances are resolved at once (a flood of instances takes a bounded number).
-  private var slots = InstanceSlots<PeerDirectory.InstanceKey>()
+  private var slots: InstanceSlots<PeerDirectory.InstanceKey>
+  /// A second browse that asks the daemon for every instance again after a flood left some
+  /// out (see ``InstanceSlots/shouldAskAgain``). Only its additions count: the first browse
+  /// knew every instance, those left out too, and reports what goes. Ended after
+  /// ``askAgainWindow``.
+  private var askingAgain: DNSServiceOperation?
+  private var askingAgainTimer: UInt64?
+  /// How long the second browse runs (the daemon lists what it knows at once).
+  package var askAgainWindow: Duration = .seconds(5)
   private var running = false
   private var retryTimer: UInt64?
   private var reportedFailure: Int32?
@@ -44,13 +56,16 @@ package final class Browser: @unchecked Sendable {
   /// - Parameters:
   ///   - localPeer: our own id, whose advertisement is not reported unless `includeOwnPeer`.
   ///   - sink: called with every event, on the loop thread, in order.
+  ///   - slots: how many instances are resolved at once and how many wait (tests make them
+  ///     small).
   package init(
     serviceType: ServiceType, localPeer: PeerID? = nil, includeOwnPeer: Bool = false, loop: EventLoop,
-    sink: @escaping @Sendable (BrowserEvent) -> Void
+    slots: InstanceSlots<PeerDirectory.InstanceKey> = InstanceSlots(), sink: @escaping @Sendable (BrowserEvent) -> Void
   ) {
     self.serviceType = serviceType
     self.loop = loop
     self.directory = PeerDirectory(localPeer: localPeer, includeOwnPeer: includeOwnPeer)
+    self.slots = slots
     self.sink = sink
   }
 
@@ -96,6 +111,56 @@ package final class Browser: @unchecked Sendable {
     }
   }
 
+  /// Asks the daemon for every instance again, with a second browse for a while (see
+  /// ``askingAgain``). A failure of it only ends it: the first browse goes on.
+  private func askAgain() {
+    slots.askingAgain()
+    stopAskingAgain()
+    var ref: DNSServiceRef?
+    let context = Unmanaged.passRetained(self as AnyObject)
+    let result = DNSServiceBrowse(
+      &ref, 0, 0, serviceType.type, nil,
+      { _, flags, interface, error, name, _, domain, context in
+        let browser = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! Browser
+        guard error == Int32(kDNSServiceErr_NoError) else { return browser.stopAskingAgain() }
+        guard flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 else { return }
+        browser.announced(
+          PeerDirectory.InstanceKey(
+            name: name.map { String(cString: $0) } ?? "", interfaceIndex: interface, domain: domain.map { String(cString: $0) } ?? "local."))
+      }, context.toOpaque())
+    guard result == Int32(kDNSServiceErr_NoError), let ref else {
+      context.release()
+      return
+    }
+    // A failure of it only ends it (its init releases what it was given when it throws).
+    guard let operation = try? DNSServiceOperation(ref: ref, context: context, loop: loop, onFailure: { [unowned self] _ in stopAskingAgain() })
+    else { return }
+    askingAgain = operation
+    askingAgainTimer = loop.schedule(after: askAgainWindow) { [self] in
+      askingAgainTimer = nil
+      stopAskingAgain()
+    }
+  }
+
+  private func stopAskingAgain() {
+    if let askingAgainTimer { loop.cancelTimer(askingAgainTimer) }
+    askingAgainTimer = nil
+    askingAgain?.cancel()
+    askingAgain = nil
+  }
+
+  /// An instance was announced (by either browse): resolved now, or waiting for a slot, or
+  /// (past the waiting list) left out, which is reported once per crowding.
+  private func announced(_ key: PeerDirectory.InstanceKey) {
+    guard running, instances[key] == nil else { return }
+    let leftOutBefore = slots.turnedAway
+    if slots.announced(key) {
+      startResolving(key)
+    } else if leftOutBefore == 0, slots.turnedAway > 0 {
+      sink(.crowded(limit: slots.limit + slots.waitingLimit))
+    }
+  }
+
   private func browseCallback(flags: DNSServiceFlags, interface: UInt32, error: DNSServiceErrorType, name: String, domain: String) {
     guard error == Int32(kDNSServiceErr_NoError) else {
       failed(DNSServiceError(code: error, operation: "DNSServiceBrowse"))
@@ -104,13 +169,12 @@ package final class Browser: @unchecked Sendable {
     reportedFailure = nil
     let key = PeerDirectory.InstanceKey(name: name, interfaceIndex: interface, domain: domain)
     if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
-      guard instances[key] == nil else { return }
-      // Beyond the slots it waits for one (or, past the waiting list, is left out).
-      if slots.announced(key) { startResolving(key) }
+      announced(key)
     } else {
       instances.removeValue(forKey: key)?.cancel()
       publish(directory.removed(key))
       if let next = slots.withdrawn(key) { startResolving(next) }
+      if slots.shouldAskAgain { askAgain() }
     }
   }
 
@@ -152,6 +216,7 @@ package final class Browser: @unchecked Sendable {
     }
     instances.removeAll()
     slots.reset()
+    stopAskingAgain()
   }
 
   /// Reports a failure once and browses again later. While the daemon is away nobody can be

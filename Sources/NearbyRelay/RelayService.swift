@@ -164,6 +164,7 @@ public actor RelayService {
     case .status(.advertisingFailed(let text)): write(.warning, "advertising", ["error": text])
     case .status(.browsingFailed(let text)): write(.warning, "browsing", ["error": text])
     case .status(.foreignService(let instance, let reason)): write(.debug, "foreign", ["instance": instance, "reason": reason])
+    case .status(.discoveryCrowded(let limit)): write(.warning, "crowded", ["limit": "\(limit)"])
     case .status(.connectionRejected(let peer, let reason)): write(.warning, "rejected", fields(peer, ["reason": reason]))
     case .found(let found): write(.info, "found", fields(found.peer, ["host": found.hostName]))
     case .updated(let found): write(.debug, "updated", fields(found.peer))

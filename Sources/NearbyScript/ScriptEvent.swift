@@ -88,6 +88,8 @@ public struct ScriptEvent: Sendable, Equatable {
       case .advertisingFailed(let text): return (.error, [], "advertising: \(text)")
       case .browsingFailed(let text): return (.error, [], "browsing: \(text)")
       case .foreignService(_, let reason): return (.foreign, [], reason)
+      case .discoveryCrowded(let limit):
+        return (.notice, [], "discovery: more than \(limit) services announced; the newest are left out until there is room")
       case .connectionRejected(let peer, let reason): return (.rejected, peer.map { [$0] } ?? [], reason)
       }
     }

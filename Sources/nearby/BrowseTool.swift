@@ -71,6 +71,8 @@ struct BrowseTool: Tool {
       return json
         ? JSONValue.object([("event", .string("foreign")), ("instance", .string(instance)), ("reason", .string(reason))]).encoded
         : "* ignoring '\(EventFormatter.sanitize(instance))': not a Nearby peer (\(EventFormatter.sanitize(reason)))"
+    case .crowded(let limit):
+      return json ? EventFormatter.crowdedJSON(limit).encoded : EventFormatter.crowdedText(limit)
     case .failed:
       return nil
     }

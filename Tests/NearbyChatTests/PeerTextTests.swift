@@ -47,6 +47,17 @@ struct PeerTextTests {
     #expect(EventFormatter.cancelledText(id, by: nil, message: "") == "transfer \(id.shortHex) was cancelled")
   }
 
+  /// Discovery left instances out: a line for people and one for scripts, from the chat's
+  /// formatter as from the plain and JSON outputs.
+  @Test func aCrowdedDiscoveryIsOneWarningLine() {
+    let event = SessionEvent.status(.discoveryCrowded(limit: 4608))
+    #expect(
+      PlainOutput(json: false).render(.event(event))
+        == "! discovery: more than 4608 services of this type announced on the LAN (a flood?); the newest are left out, and looked for again once there is room"
+    )
+    #expect(PlainOutput(json: true).render(.event(event)) == #"{"event":"crowded","limit":4608}"#)
+  }
+
   @Test func plainOutputEscapesMessageTextAndNames() {
     let output = PlainOutput(json: false)
     let bob = Self.peer("bob", 1)

@@ -21,6 +21,28 @@ struct InstanceSlotsTests {
     #expect(slots.withdrawn(42) == nil, "unknown")
   }
 
+  /// Instances left out are looked for again once nobody waits and there is room: not
+  /// while anyone waits, nor while the slots are full, and once per crowding.
+  @Test func afterInstancesWereLeftOutTheBrowserAsksAgainOnceThereIsRoom() {
+    var slots = InstanceSlots<Int>(limit: 1, waitingLimit: 1)
+    let started = [0, 1, 2].map { slots.announced($0) }
+    #expect(started == [true, false, false])
+    #expect(slots.turnedAway == 1 && !slots.shouldAskAgain, "one waits")
+    let promoted = slots.withdrawn(0)
+    #expect(promoted == 1)
+    #expect(!slots.shouldAskAgain, "nobody waits, but the one slot is taken")
+    let next = slots.withdrawn(1)
+    #expect(next == nil)
+    #expect(slots.shouldAskAgain)
+    slots.askingAgain()
+    #expect(slots.turnedAway == 0 && !slots.shouldAskAgain)
+    let again = [2, 3, 4].map { slots.announced($0) }
+    #expect(again == [true, false, false], "announced again: resolved; then one waits, one is left out")
+    #expect(slots.turnedAway == 1)
+    slots.reset()
+    #expect(slots.turnedAway == 0 && !slots.shouldAskAgain, "browsing anew asks for everything anyway")
+  }
+
   /// Random announcements and withdrawals against a model: never more than the limit
   /// resolving, every instance resolving or waiting while the lists have room, and the
   /// waiting served first come, first served.

@@ -144,6 +144,51 @@ struct DiscoveryTests {
   }
 }
 
+/// A flood of instances, in miniature: a browser that resolves one instance at once and
+/// remembers one more is shown three peers. The third is left out (reported once as
+/// crowded), and each is found in turn as the ones before it go: the last by asking the
+/// daemon again, since DNS-SD announces an instance once (before, it stayed hidden until
+/// browsing restarted).
+@Suite("Discovery after a flood (real Avahi)", .enabled(if: LAN.avahiAvailable, "needs scripts/lan loopback"))
+struct CrowdedDiscoveryTests {
+  @Test func anInstanceLeftOutIsFoundOnceThereIsRoom() async throws {
+    let loop = try EventLoop()
+    let type = LAN.uniqueServiceType()
+    let peers = ["ann", "ben", "cat"].map { Peer(id: PeerID.random(), name: try! DisplayName($0)) }
+    var advertisers: [PeerID: Advertiser] = [:]
+    for (index, peer) in peers.enumerated() {
+      let (advertiser, registered) = try recordedAdvertiser(
+        advertisement: PeerAdvertisement(peer: peer), serviceType: type, port: UInt16(4300 + index), loop: loop)
+      advertiser.start()
+      _ = try await registered.next("registration of \(peer.name)") { if case .registered(let name) = $0 { name } else { nil } }
+      advertisers[peer.id] = advertiser
+    }
+    let (stream, continuation) = AsyncStream.makeStream(of: BrowserEvent.self)
+    let browser = Browser(serviceType: type, loop: loop, slots: InstanceSlots(limit: 1, waitingLimit: 1)) { continuation.yield($0) }
+    let seen = Recorder(stream)
+    browser.start()
+    let limit = try await seen.next("crowded") { if case .crowded(let limit) = $0 { limit } else { nil } }
+    #expect(limit == 2)
+    // Each peer found goes away, which makes room for the next.
+    var found: [PeerID] = []
+    while found.count < peers.count {
+      let already = found
+      let peer = try await seen.next(within: .seconds(20), "peer \(found.count + 1) of 3 found") { event -> PeerID? in
+        if case .found(let peer) = event, !already.contains(peer.peer.id) { peer.peer.id } else { nil }
+      }
+      found.append(peer)
+      advertisers[peer]?.stop()
+    }
+    #expect(Set(found) == Set(peers.map(\.id)))
+    // The first was taken above: there is no other (the browse that asked again found room).
+    let crowdedAgain = seen.all.filter { if case .crowded = $0 { true } else { false } }
+    #expect(crowdedAgain.isEmpty, "crowded once, not per instance left out: \(crowdedAgain)")
+    browser.finish()
+    for advertiser in advertisers.values { advertiser.finish() }
+    await loop.shutdown()
+  }
+}
+
 /// An advertiser whose events are recorded.
 func recordedAdvertiser(advertisement: PeerAdvertisement, serviceType: ServiceType, port: UInt16, loop: EventLoop) throws -> (
   Advertiser, Recorder<AdvertiserEvent>
