@@ -47,6 +47,10 @@ package final class Browser: @unchecked Sendable {
   /// ``askAgainWindow``.
   private var askingAgain: DNSServiceOperation?
   private var askingAgainTimer: UInt64?
+  /// Crowding was reported (``BrowserEvent/crowded(limit:)``) and has not ended: it ends when
+  /// a second browse's window passes with nothing left out. (Kept when browsing restarts
+  /// after a failure: a flood still there is not news.)
+  private var crowdedReported = false
   /// How long the second browse runs (the daemon lists what it knows at once).
   package var askAgainWindow: Duration = .seconds(5)
   private var running = false
@@ -113,8 +117,12 @@ package final class Browser: @unchecked Sendable {
 
   /// Asks the daemon for every instance again, with a second browse for a while (see
   /// ``askingAgain``). A failure of it only ends it: the first browse goes on.
+  ///
+  /// Its removals count too: the two browses are separate connections to the daemon, and
+  /// nothing orders one's events against the other's. An addition it listed just before an
+  /// instance went can arrive after the first browse's removal, and its own removal, which
+  /// follows on the same connection, is what takes that instance out again.
   private func askAgain() {
-    slots.askingAgain()
     stopAskingAgain()
     var ref: DNSServiceRef?
     let context = Unmanaged.passRetained(self as AnyObject)
@@ -122,23 +130,34 @@ package final class Browser: @unchecked Sendable {
       &ref, 0, 0, serviceType.type, nil,
       { _, flags, interface, error, name, _, domain, context in
         let browser = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! Browser
+        // Ended meanwhile (by an earlier callback of the same batch): nothing more counts.
+        guard browser.askingAgain != nil else { return }
         guard error == Int32(kDNSServiceErr_NoError) else { return browser.stopAskingAgain() }
-        guard flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 else { return }
-        browser.announced(
-          PeerDirectory.InstanceKey(
-            name: name.map { String(cString: $0) } ?? "", interfaceIndex: interface, domain: domain.map { String(cString: $0) } ?? "local."))
+        let key = PeerDirectory.InstanceKey(
+          name: name.map { String(cString: $0) } ?? "", interfaceIndex: interface, domain: domain.map { String(cString: $0) } ?? "local.")
+        if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
+          browser.announced(key)
+        } else {
+          browser.withdrawn(key)
+        }
       }, context.toOpaque())
     guard result == Int32(kDNSServiceErr_NoError), let ref else {
+      // Left out stays counted: the next instance that goes tries again.
       context.release()
       return
     }
-    // A failure of it only ends it (its init releases what it was given when it throws).
+    // Its init releases what it was given when it throws.
     guard let operation = try? DNSServiceOperation(ref: ref, context: context, loop: loop, onFailure: { [unowned self] _ in stopAskingAgain() })
     else { return }
+    slots.askingAgain()
     askingAgain = operation
     askingAgainTimer = loop.schedule(after: askAgainWindow) { [self] in
       askingAgainTimer = nil
       stopAskingAgain()
+      // Nothing left out while it listed everything: the crowding is over. Something left
+      // out meanwhile, with room again now (instances went while it ran): ask once more.
+      if slots.turnedAway == 0 { crowdedReported = false }
+      if slots.shouldAskAgain { askAgain() }
     }
   }
 
@@ -152,13 +171,22 @@ package final class Browser: @unchecked Sendable {
   /// An instance was announced (by either browse): resolved now, or waiting for a slot, or
   /// (past the waiting list) left out, which is reported once per crowding.
   private func announced(_ key: PeerDirectory.InstanceKey) {
-    guard running, instances[key] == nil else { return }
-    let leftOutBefore = slots.turnedAway
+    // Not after a failure tore browsing down (later callbacks of the same batch still come).
+    guard running, browse != nil, instances[key] == nil else { return }
     if slots.announced(key) {
       startResolving(key)
-    } else if leftOutBefore == 0, slots.turnedAway > 0 {
+    } else if slots.turnedAway > 0, !crowdedReported {
+      crowdedReported = true
       sink(.crowded(limit: slots.limit + slots.waitingLimit))
     }
+  }
+
+  /// An instance went (either browse may say so; a second time changes nothing).
+  private func withdrawn(_ key: PeerDirectory.InstanceKey) {
+    instances.removeValue(forKey: key)?.cancel()
+    publish(directory.removed(key))
+    if let next = slots.withdrawn(key) { startResolving(next) }
+    if slots.shouldAskAgain, askingAgain == nil { askAgain() }
   }
 
   private func browseCallback(flags: DNSServiceFlags, interface: UInt32, error: DNSServiceErrorType, name: String, domain: String) {
@@ -171,10 +199,7 @@ package final class Browser: @unchecked Sendable {
     if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
       announced(key)
     } else {
-      instances.removeValue(forKey: key)?.cancel()
-      publish(directory.removed(key))
-      if let next = slots.withdrawn(key) { startResolving(next) }
-      if slots.shouldAskAgain { askAgain() }
+      withdrawn(key)
     }
   }
 
