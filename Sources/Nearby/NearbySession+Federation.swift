@@ -25,7 +25,7 @@ extension NearbySession {
       whileOnLoop { session in
         var actions: [SessionAction] = []
         let result = body(&session.machine, &actions, session.now)
-        session.perform(actions)
+        session.perform(taking: &actions)
         then?(result)
       }
     }

@@ -68,7 +68,7 @@ extension NearbySession {
     case .failed(let error): emit(.status(.browsingFailed(error.description)))
     case .crowded(let limit): emit(.status(.discoveryCrowded(limit: limit)))
     }
-    perform(actions)
+    perform(taking: &actions)
   }
 
   /// Runs `body` isolated to the session from code that runs on the session's loop (or the
@@ -128,7 +128,7 @@ extension NearbySession {
         var actions: [SessionAction] = []
         let current = session.now
         session.machine.tick(now: current, into: &actions)
-        session.perform(actions)
+        session.perform(taking: &actions)
         for connection in session.connections.values { connection.trimIfIdle() }
         let next = session.inspect({ $0.nextDeadline }).map { min(max($0 - current, .milliseconds(5)), .milliseconds(250)) }
         session.scheduleTick(after: next ?? .milliseconds(250))
@@ -161,7 +161,7 @@ extension NearbySession {
         guard !shutdownRequested, let sink = transportSink else {
           var more: [SessionAction] = []
           machine.connectFailed(id, detail: "the session is shutting down", now: now, into: &more)
-          perform(more)
+          perform(taking: &more)
           continue
         }
         connectors[id] = TCPConnector.connect(
@@ -184,7 +184,7 @@ extension NearbySession {
           let result = connections[id]?.sendAgain(message: message) ?? .closed
           if result != .queued { noteFailure(message, id, result, into: &failures) }
         }
-        if !failures.isEmpty { perform(failures) }
+        if !failures.isEmpty { perform(taking: &failures) }
       case .close(let id, let mode):
         if let connector = connectors.removeValue(forKey: id) { connector.cancel() }
         if let connection = connections[id] {
@@ -311,7 +311,7 @@ extension NearbySession {
         if result != .queued { noteFailure(message, id, result, into: &failures) }
       }
     }
-    if !failures.isEmpty { perform(failures) }
+    if !failures.isEmpty { perform(taking: &failures) }
   }
 
   func noteFailure(_ message: Frame.Message, _ id: ConnectionID, _ result: TCPConnection.QueueResult, into actions: inout [SessionAction]) {

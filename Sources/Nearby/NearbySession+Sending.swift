@@ -198,10 +198,10 @@ extension NearbySession {
     defer { recycle(&actions) }
     do {
       let (id, _) = try machine.sendMessage(body, routing: routing, timestamp: Self.unixMilliseconds(), now: now, into: &actions)
-      perform(actions)
+      perform(taking: &actions)
       return .sent(id)
     } catch {
-      perform(actions)
+      perform(taking: &actions)
       return .refused(error)
     }
   }
@@ -221,7 +221,7 @@ extension NearbySession {
       var failures = takeActions()
       defer { recycle(&failures) }
       noteFailure(message, route.connection, result, into: &failures)
-      perform(failures)
+      perform(taking: &failures)
     }
     return .sent(id)
   }

@@ -13,7 +13,7 @@ extension NearbySession {
   public func requestVerification(of peer: PeerID) {
     var actions: [SessionAction] = []
     machine.requestVerification(peer, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
   }
 
   /// The person compared the code of our session with `peer` and it matched: the peer is

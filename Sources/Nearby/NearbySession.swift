@@ -250,7 +250,7 @@ public actor NearbySession {
     sendAcknowledgements()
     var actions: [SessionAction] = []
     machine.shutdown(now: now, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
     // Give the GOODBYEs a moment to leave (bounded: a stuck peer cannot hold us).
     let deadline = ContinuousClock.now + .seconds(1)
     while ContinuousClock.now < deadline, connections.values.contains(where: { $0.queuedBytes > 0 }) {
@@ -286,7 +286,7 @@ public actor NearbySession {
   public func invite(_ peer: PeerID, context: [UInt8] = [], timeout: Duration? = nil) {
     var actions: [SessionAction] = []
     machine.invite(peer, context: context, timeout: timeout, now: now, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
   }
 
   /// Invites a peer that a ``NearbyBrowser`` found (the session need not browse itself).
@@ -296,35 +296,35 @@ public actor NearbySession {
       machine.discovered(discovered, into: &actions)
     }
     machine.invite(discovered.peer.id, context: context, timeout: timeout, now: now, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
   }
 
   /// Invites whoever listens at `endpoints` (no DNS-SD needed).
   public func invite(endpoints: [Endpoint], context: [UInt8] = [], timeout: Duration? = nil) {
     var actions: [SessionAction] = []
     machine.invite(endpoints: endpoints, context: context, timeout: timeout, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
   }
 
   /// Accepts the oldest pending invitation from `peer`.
   public func accept(_ peer: PeerID) {
     var actions: [SessionAction] = []
     machine.accept(peer: peer, now: now, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
   }
 
   /// Declines the oldest pending invitation from `peer`.
   public func decline(_ peer: PeerID) {
     var actions: [SessionAction] = []
     machine.decline(peer: peer, now: now, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
   }
 
   /// Ends the session with one peer (or withdraws our invitation to it).
   public func leave(_ peer: PeerID) {
     var actions: [SessionAction] = []
     machine.leave(peer, now: now, into: &actions)
-    perform(actions)
+    perform(taking: &actions)
   }
 
   // MARK: What the session knows
