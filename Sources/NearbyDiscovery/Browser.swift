@@ -93,25 +93,9 @@ package final class Browser: @unchecked Sendable {
   private func startBrowsing() {
     _ = silenceAvahiCompatibilityWarning
     guard running, browse == nil else { return }
-    var ref: DNSServiceRef?
-    let context = Unmanaged.passRetained(self as AnyObject)
-    let result = DNSServiceBrowse(
-      &ref, 0, 0, serviceType.type, nil,
-      { _, flags, interface, error, name, _, domain, context in
-        let browser = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! Browser
-        browser.browseCallback(
-          flags: flags, interface: interface, error: error, name: name.map { String(cString: $0) } ?? "",
-          domain: domain.map { String(cString: $0) } ?? "local.")
-      }, context.toOpaque())
-    guard result == Int32(kDNSServiceErr_NoError), let ref else {
-      context.release()
-      failed(DNSServiceError(code: result, operation: "DNSServiceBrowse"))
-      return
-    }
-    do {
-      browse = try DNSServiceOperation(ref: ref, context: context, loop: loop) { [unowned self] error in failed(error) }
-    } catch {
-      failed(DNSServiceError(code: Int32(kDNSServiceErr_Unknown), operation: "DNSServiceRefSockFD"))
+    switch startBrowse(second: false, onFailure: { [unowned self] error in failed(error) }) {
+    case .success(let operation): browse = operation
+    case .failure(let error): failed(error)
     }
   }
 
@@ -124,31 +108,9 @@ package final class Browser: @unchecked Sendable {
   /// follows on the same connection, is what takes that instance out again.
   private func askAgain() {
     stopAskingAgain()
-    var ref: DNSServiceRef?
-    let context = Unmanaged.passRetained(self as AnyObject)
-    let result = DNSServiceBrowse(
-      &ref, 0, 0, serviceType.type, nil,
-      { _, flags, interface, error, name, _, domain, context in
-        let browser = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! Browser
-        // Ended meanwhile (by an earlier callback of the same batch): nothing more counts.
-        guard browser.askingAgain != nil else { return }
-        guard error == Int32(kDNSServiceErr_NoError) else { return browser.stopAskingAgain() }
-        let key = PeerDirectory.InstanceKey(
-          name: name.map { String(cString: $0) } ?? "", interfaceIndex: interface, domain: domain.map { String(cString: $0) } ?? "local.")
-        if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
-          browser.announced(key)
-        } else {
-          browser.withdrawn(key)
-        }
-      }, context.toOpaque())
-    guard result == Int32(kDNSServiceErr_NoError), let ref else {
-      // Left out stays counted: the next instance that goes tries again.
-      context.release()
-      return
-    }
-    // Its init releases what it was given when it throws.
-    guard let operation = try? DNSServiceOperation(ref: ref, context: context, loop: loop, onFailure: { [unowned self] _ in stopAskingAgain() })
-    else { return }
+    // When it cannot start, what was left out stays counted: the next instance that goes
+    // tries again.
+    guard case .success(let operation) = startBrowse(second: true, onFailure: { [unowned self] _ in stopAskingAgain() }) else { return }
     slots.askingAgain()
     askingAgain = operation
     askingAgainTimer = loop.schedule(after: askAgainWindow) { [self] in
@@ -158,6 +120,41 @@ package final class Browser: @unchecked Sendable {
       // out meanwhile, with room again now (instances went while it ran): ask once more.
       if slots.turnedAway == 0 { crowdedReported = false }
       if slots.shouldAskAgain { askAgain() }
+    }
+  }
+
+  /// Which browse a callback comes from (the context of its ref).
+  private final class BrowseContext {
+    let browser: Browser
+    let second: Bool
+    init(browser: Browser, second: Bool) {
+      self.browser = browser
+      self.second = second
+    }
+  }
+
+  /// A `DNSServiceBrowse` of the service type, watched by the loop; its callbacks go to
+  /// ``browsed(second:flags:interface:error:name:domain:)``.
+  private func startBrowse(second: Bool, onFailure: @escaping (DNSServiceError) -> Void) -> Result<DNSServiceOperation, DNSServiceError> {
+    var ref: DNSServiceRef?
+    let context = Unmanaged.passRetained(BrowseContext(browser: self, second: second) as AnyObject)
+    let result = DNSServiceBrowse(
+      &ref, 0, 0, serviceType.type, nil,
+      { _, flags, interface, error, name, _, domain, context in
+        let target = Unmanaged<AnyObject>.fromOpaque(context!).takeUnretainedValue() as! BrowseContext
+        target.browser.browsed(
+          second: target.second, flags: flags, interface: interface, error: error, name: name.map { String(cString: $0) } ?? "",
+          domain: domain.map { String(cString: $0) } ?? "local.")
+      }, context.toOpaque())
+    guard result == Int32(kDNSServiceErr_NoError), let ref else {
+      context.release()
+      return .failure(DNSServiceError(code: result, operation: "DNSServiceBrowse"))
+    }
+    do {
+      // Its init releases what it was given when it throws.
+      return .success(try DNSServiceOperation(ref: ref, context: context, loop: loop, onFailure: onFailure))
+    } catch {
+      return .failure(DNSServiceError(code: Int32(kDNSServiceErr_Unknown), operation: "DNSServiceRefSockFD"))
     }
   }
 
@@ -189,12 +186,18 @@ package final class Browser: @unchecked Sendable {
     if slots.shouldAskAgain, askingAgain == nil { askAgain() }
   }
 
-  private func browseCallback(flags: DNSServiceFlags, interface: UInt32, error: DNSServiceErrorType, name: String, domain: String) {
-    guard error == Int32(kDNSServiceErr_NoError) else {
-      failed(DNSServiceError(code: error, operation: "DNSServiceBrowse"))
-      return
+  private func browsed(second: Bool, flags: DNSServiceFlags, interface: UInt32, error: DNSServiceErrorType, name: String, domain: String) {
+    if second {
+      // Ended meanwhile (by an earlier callback of the same batch): nothing more counts.
+      guard askingAgain != nil else { return }
+      guard error == Int32(kDNSServiceErr_NoError) else { return stopAskingAgain() }
+    } else {
+      guard error == Int32(kDNSServiceErr_NoError) else {
+        failed(DNSServiceError(code: error, operation: "DNSServiceBrowse"))
+        return
+      }
+      reportedFailure = nil
     }
-    reportedFailure = nil
     let key = PeerDirectory.InstanceKey(name: name, interfaceIndex: interface, domain: domain)
     if flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 {
       announced(key)
