@@ -43,6 +43,40 @@ struct InstanceSlotsTests {
     #expect(slots.turnedAway == 0 && !slots.shouldAskAgain, "browsing anew asks for everything anyway")
   }
 
+  /// A flood that keeps withdrawing waiting instances and announcing new ones: the list
+  /// stays within twice the waiting ones, and those that wait still get their turn in the
+  /// order they came. (Each withdrawal searched and shifted the whole list before.)
+  @Test func churnAmongTheWaitingKeepsTheListBoundedAndInOrder() {
+    var slots = InstanceSlots<Int>(limit: 2, waitingLimit: 1000)
+    for key in 0..<1002 { _ = slots.announced(key) }
+    var waiting = Array(2..<1002)
+    var random = SeededGenerator(seed: 7)
+    var next = 1002
+    for _ in 0..<100_000 {
+      let index = Int.random(in: 0..<waiting.count, using: &random)
+      let promoted = slots.withdrawn(waiting[index])
+      #expect(promoted == nil)
+      waiting.remove(at: index)
+      let started = slots.announced(next)
+      #expect(!started)
+      waiting.append(next)
+      next += 1
+    }
+    #expect(slots.waitingCount == 1000 && slots.turnedAway == 0)
+    #expect(slots.waitingStorage <= 2 * 1000 + 65, "\(slots.waitingStorage) places for 1000 waiting")
+    // The two resolving ones go, then each that takes a place: the longest waiting first.
+    var promoted: [Int] = []
+    var resolving = [0, 1]
+    while let gone = resolving.popLast() {
+      if let taken = slots.withdrawn(gone) {
+        promoted.append(taken)
+        resolving.append(taken)
+      }
+    }
+    #expect(promoted == waiting)
+    #expect(slots.waitingCount == 0 && slots.active.isEmpty && slots.waitingStorage == 0)
+  }
+
   /// Random announcements and withdrawals against a model: never more than the limit
   /// resolving, every instance resolving or waiting while the lists have room, and the
   /// waiting served first come, first served.
@@ -80,6 +114,7 @@ struct InstanceSlotsTests {
       #expect(slots.active == active, "seed \(seed)")
       #expect(slots.waitingCount == waiting.count)
       #expect(slots.active.count <= 8)
+      #expect(slots.waitingStorage <= 2 * slots.waitingCount + 65, "the list with its holes")
     }
   }
 }
