@@ -247,7 +247,9 @@ struct SplitMix64: RandomNumberGenerator {
 @Suite("Superseding events over real sockets")
 struct SupersedingEventsSessionTests {
   @Test func aRosterChurnOfNewPeersKeepsAStalledReadersEventsBounded() async throws {
-    let alice = try await RunningSession.start("alice", policy: .all)
+    // Mallory is a test peer that answers no PING: a dead-peer timeout of a minute keeps her
+    // (with 4 s, ci47's full parallel run timed her out before alice saw the last peer go).
+    let alice = try await RunningSession.start("alice", policy: .all) { $0.timeouts.deadPeer = .seconds(60) }
     let stalled = alice.session.events.makeAsyncIterator()
     let mallory = try SecureTestPeer(port: alice.port)
     try await mallory.joinSession(name: "mallory", capabilities: .relay)
