@@ -398,12 +398,12 @@ enum HubEvent: Sendable {
 /// discovery or reachability replaces the one about the same thing still waiting: the
 /// waiting one is taken out and the newer goes at the end, merged so that the subscriber ends
 /// up knowing what it would have known (``EventHub/Item/superseding(_:)``); events about
-/// foreign services are left out. A reachability event followed by anything else about its
-/// peer (a message, a receipt, `disconnected`) is no longer replaced, as in ``HeldMessages``:
-/// the reader learns that a peer became reachable before it reads what the peer sent. Without it, a peer that did not read its events kept every
+/// foreign services are left out. Without it, a peer that did not read its events kept every
 /// one of them: a relay sending ROSTER additions and removals of made-up peers, 64 frames of
 /// 4 096 a second, was a quarter of a million events a second, and discovery churn on the LAN
-/// added its own.
+/// added its own. A reachability event followed by anything else about its peer (a message,
+/// a receipt, `disconnected`) is no longer replaced, as in ``HeldMessages``: the reader learns
+/// that a peer became reachable before it reads what the peer sent.
 struct ItemQueue: Sendable {
   private var storage: [EventHub.Item?] = []
   private var head = 0

@@ -138,16 +138,11 @@ extension NearbySession {
 
   // MARK: Performing actions
 
-  func perform(_ actions: [SessionAction]) {
-    var actions = actions
-    perform(taking: &actions)
-  }
-
-  /// ``perform(_:)``, moving each action out of `actions` (left holding ``spentAction`` in
-  /// its place): a received message goes on to the hub without a copy. Iterated in place,
-  /// each action was copied out of the list and the list destroyed later, a retain and a
-  /// release of every payload: callgrind of a pinned ping-pong counted about 2 500
-  /// instructions a round trip in those copies and destroys.
+  /// Carries out the state machine's actions, moving each out of `actions` (left holding
+  /// ``spentAction`` in its place): a received message goes on to the hub without a copy.
+  /// Iterated in place, each action was copied out of the list and the list destroyed later,
+  /// a retain and a release of every payload: callgrind of a pinned ping-pong counted about
+  /// 2 500 instructions a round trip in those copies and destroys.
   func perform(taking actions: inout [SessionAction]) {
     // Received messages are counted per run of one connection's, not one by one.
     var counting: (connection: ConnectionID, messages: Int, bytes: Int)?
@@ -268,7 +263,7 @@ extension NearbySession {
   /// The largest list kept between calls (a frame turn delivers at most 1024 frames).
   static var spareCapacity: Int { 4096 }
 
-  /// Publishes what ``perform(_:)`` gathered (received messages and receipts, in order) at
+  /// Publishes what ``perform(taking:)`` gathered (received messages and receipts, in order) at
   /// once: one lock of the hub per batch. Whatever else publishes calls this first, so that
   /// nothing overtakes them (an event from a nested call, messages held back).
   func flushPublishing() {

@@ -91,7 +91,7 @@ public actor NearbySession {
   nonisolated let shutdownGate = Gate()
   /// Storage kept between the per-message calls (see ``takeActions()``).
   @exclusivity(unchecked) var spareActions: [SessionAction] = []
-  /// Received messages and receipts ``perform(_:)`` gathers to publish at once (see
+  /// Received messages and receipts ``perform(taking:)`` gathers to publish at once (see
   /// ``flushPublishing()``).
   @exclusivity(unchecked) var publishing: [EventHub.Publication] = []
   /// The array ``acknowledgeTaken()`` swaps with the hub's settled claims.

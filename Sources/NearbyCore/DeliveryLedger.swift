@@ -86,9 +86,6 @@ package struct DeliveryLedger: Sendable {
     return true
   }
 
-  /// How many recipients have yet to answer (`inout`: read in place, not copied out).
-  private static func pending(_ entry: inout Entry) -> Int32 { entry.pending }
-
   /// One recipient answered (`change` says how), in place. - Returns: whether that settled
   /// the entry; `nil` if it was settled already.
   private static func answer(_ entry: inout Entry, _ change: (inout Entry) -> Void) -> Bool? {
@@ -102,12 +99,9 @@ package struct DeliveryLedger: Sendable {
 
   /// Forgets settled entries beyond the retained ones, and the oldest beyond the maximum.
   private mutating func trim() {
-    // The oldest entry's count is read where it lies (an in-place access): `entries.first`
-    // copied the entry, a retain and a release of its two arrays, for every entry trimmed,
-    // about one per message sent; so did `first(_:)`, whose pattern copied the element.
-    while entries.count > retainedSettled {
-      let pending = Self.pending(&entries[0])
-      guard pending == 0 || entries.count > maximumEntries else { break }
+    // The oldest entry's count is read where it lies: `entries.first` copied the entry, a
+    // retain and a release of its two arrays, for every entry trimmed (about one per message).
+    while entries.count > retainedSettled, let pending = entries.first({ $0.pending }), pending == 0 || entries.count > maximumEntries {
       if pending > 0 { pendingMessages -= 1 }
       entries.popFirst()
       base &+= 1

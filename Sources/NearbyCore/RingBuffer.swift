@@ -40,13 +40,11 @@ package struct RingBuffer<Element>: Sendable where Element: Sendable {
   }
 
   /// What `part` reads of the oldest element, read where it lies (``first`` copies the
-  /// whole element: a retain and a release of each of its references).
-  @inlinable package func first<T>(_ part: (borrowing Element) -> T) -> T? {
+  /// whole element: a retain and a release of each of its references). `mutating`: an
+  /// in-place access, as the subscript's `_modify` is.
+  @inlinable package mutating func first<T>(_ part: (inout Element) -> T) -> T? {
     guard count > 0 else { return nil }
-    switch storage[head] {
-    case .some(let element): return part(element)
-    case .none: return nil
-    }
+    return part(&storage[head]!)
   }
 
   /// Exchanges the elements at two positions (0: the oldest).
