@@ -108,6 +108,32 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible {
     (lhs.high, lhs.low) < (rhs.high, rhs.low)
   }
 
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(high)
+    hasher.combine(low)
+  }
+
+  /// What sets and dictionaries hash: two folded multiplications keyed with secret random
+  /// numbers drawn once per process (``HashKey``) instead of SipHash, which cost about 150
+  /// instructions per lookup, and a session looks peers up about five times per message.
+  /// Peers choose their ids (a TXT record, a roster, a message's recipients), so the hash must
+  /// not let them choose collisions (a table whose ids all share a bucket costs a scan per
+  /// lookup): without the keys, which never leave the process, which ids collide can only be
+  /// guessed.
+  public func _rawHashValue(seed: Int) -> Int {
+    let key = Self.hashKey
+    let first = (high ^ key.0).multipliedFullWidth(by: low ^ key.1 ^ UInt64(UInt(bitPattern: seed)))
+    let second = (first.high ^ first.low ^ key.2).multipliedFullWidth(by: key.3)
+    return Int(truncatingIfNeeded: second.high ^ second.low)
+  }
+
+  /// The keys of ``_rawHashValue(seed:)``: random, drawn once per process. The last is odd,
+  /// so that the low half of the second product tells all its inputs apart.
+  private static let hashKey: (UInt64, UInt64, UInt64, UInt64) = {
+    var generator = SystemRandomNumberGenerator()
+    return (generator.next(), generator.next(), generator.next(), generator.next() | 1)
+  }()
+
   private static let hexDigits = Array("0123456789abcdef".utf8)
 
   private static func nibble(_ byte: UInt8) -> UInt8? {

@@ -27,6 +27,49 @@ struct ValueTests {
     #expect(PeerID(hex: "0000000000000000000000000000000a")! < PeerID(hex: "0000000000000000000000000000000b")!)
   }
 
+  /// Families of ids a peer could choose to crowd one bucket of a dictionary (what the
+  /// low bits of the hash pick): each must spread over the buckets about as random ids do.
+  /// 4 096 ids in 4 096 buckets fill about 63% of them at random; a hash that keeps the
+  /// families' structure (the halves' xor or sum, a bit pattern in the top bits) fills a
+  /// few.
+  @Test("peer ids chosen with a pattern spread over a dictionary's buckets", arguments: IDPattern.allCases)
+  func peerIDHashesSpread(_ pattern: IDPattern) {
+    for seed in [0, 1, -1, 0x5eed] {
+      var buckets = Set<Int>()
+      for i in 0..<UInt64(4096) { buckets.insert(pattern.id(i)._rawHashValue(seed: seed) & 4095) }
+      #expect(buckets.count > 2300, "\(pattern), seed \(seed): \(buckets.count) of 4096 buckets")
+    }
+  }
+
+  enum IDPattern: CaseIterable, Sendable {
+    case countingInTheLowHalf, countingInTheHighHalf, equalHalves, complementaryHalves, countingInTheTopBits, countingAboveTheLow32Bits
+
+    func id(_ i: UInt64) -> PeerID {
+      switch self {
+      case .countingInTheLowHalf: PeerID(high: 0, low: i + 1)
+      case .countingInTheHighHalf: PeerID(high: i + 1, low: 0)
+      case .equalHalves: PeerID(high: i + 1, low: i + 1)
+      case .complementaryHalves: PeerID(high: i, low: ~i)
+      case .countingInTheTopBits: PeerID(high: i << 52, low: i << 52 | 1)
+      case .countingAboveTheLow32Bits: PeerID(high: 7, low: i << 32)
+      }
+    }
+  }
+
+  @Test func peerIDsWorkAsDictionaryKeys() {
+    var generator = SeededGenerator(seed: 7)
+    let ids = (0..<5000).map { _ in PeerID.random(using: &generator) }
+    var table: [PeerID: Int] = [:]
+    for (index, id) in ids.enumerated() { table[id] = index }
+    #expect(table.count == ids.count)
+    for (index, id) in ids.enumerated() {
+      #expect(table[id] == index)
+      #expect(table[PeerID(high: id.high, low: id.low)] == index)  // an equal value, made anew
+      #expect(id._rawHashValue(seed: 3) == PeerID(bytes: id.bytes)!._rawHashValue(seed: 3))
+    }
+    #expect(table[PeerID(high: 0, low: 1)] == nil)
+  }
+
   @Test(
     "valid display names", arguments: ["a", "alice", "Zoë", "日本語", "🦊 fox", String(repeating: "x", count: 63), String(repeating: "é", count: 31)])
   func validNames(_ name: String) throws {
