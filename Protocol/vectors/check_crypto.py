@@ -316,6 +316,21 @@ class Direction:
             self.records = self.bytes = 0
 
 
+def padded_plaintext(frames, padding):
+    """A PADDED record's plaintext (3.10): the frames, `padding` zeros, then their count."""
+    return frames + bytes(padding) + bytes([padding])
+
+
+def unpad(plaintext):
+    """The frames of a PADDED record's plaintext, or None when its padding is malformed."""
+    if not plaintext:
+        return None
+    padding = plaintext[-1]
+    if padding > len(plaintext) - 1 or any(plaintext[len(plaintext) - 1 - padding:-1]):
+        return None
+    return plaintext[:len(plaintext) - 1 - padding]
+
+
 def seal_record(direction, type_byte, plaintext):
     header = u32(1 + len(plaintext) + 16) + bytes([type_byte])
     record = header + aead_seal(direction.cipher, direction.key, direction.nonce(), header, plaintext)
@@ -338,7 +353,8 @@ def open_stream(direction, stream):
         if left < 5:
             return delivered, "truncated"
         type_byte = stream[pos + 4]
-        if type_byte not in (0x11, 0x12) or length < 17 or (type_byte == 0x12 and length != 17):
+        if type_byte not in (0x11, 0x12, 0x13) or length < 17 or (type_byte == 0x12 and length != 17) \
+                or (type_byte == 0x13 and length < 18):
             return delivered, "malformedRecord"
         if left < 4 + length:
             return delivered, "truncated"
@@ -350,6 +366,11 @@ def open_stream(direction, stream):
         pos += 4 + length
         if type_byte == 0x12:
             closed = True
+        elif type_byte == 0x13:
+            frames = unpad(plaintext)
+            if frames is None:
+                return delivered, "malformedRecord"
+            delivered += frames
         else:
             delivered += plaintext
 
@@ -452,7 +473,11 @@ def check_records(vector):
         check(at + " epoch", entry["epoch"], str(sealer.epoch))
         check(at + " key", unhex(entry["key"]), sealer.key)
         check(at + " nonce", unhex(entry["nonce"]), sealer.nonce())
-        record = seal_record(sealer, 0x11 if entry["type"] == "RECORD" else 0x12, unhex(entry["plaintext"]))
+        plaintext = unhex(entry["plaintext"])
+        if entry["type"] == "PADDED":
+            record = seal_record(sealer, 0x13, padded_plaintext(plaintext, int(entry["padding"])))
+        else:
+            record = seal_record(sealer, 0x11 if entry["type"] == "RECORD" else 0x12, plaintext)
         check(at + " bytes", unhex(entry["hex"]), record)
         stream += record
     check(where + " stream", unhex(vector["stream"]), stream)

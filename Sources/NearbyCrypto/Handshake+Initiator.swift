@@ -10,6 +10,7 @@ extension Handshake {
     }
     guard let negotiated = ciphers.negotiated(with: reply.ciphers) else { throw .noCommonCipher(peer: reply.ciphers) }
     cipher = negotiated
+    peerReadsPaddedRecords = reply.ciphers.contains(.paddedRecords)
     transcript = HandshakeKeySchedule.mix(transcript, message)  // h2
 
     let ephemeral = self.ephemeral!
@@ -55,7 +56,8 @@ extension Handshake {
     let keys = HandshakeKeySchedule.transportKeys(chainKey: chainKey, transcript: finalTranscript)
     let result = HandshakeResult(
       remotePublicKey: remote.publicKey, remotePeerID: remoteID, remotePayload: remote.payload, cipher: cipher!,
-      sendKey: keys.initiatorToResponder, receiveKey: keys.responderToInitiator, verificationCode: verificationCode!,
+      peerReadsPaddedRecords: peerReadsPaddedRecords, sendKey: keys.initiatorToResponder, receiveKey: keys.responderToInitiator,
+      verificationCode: verificationCode!,
       transcriptHash: finalTranscript)
     complete(result, into: &output)
   }

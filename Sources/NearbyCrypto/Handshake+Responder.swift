@@ -10,6 +10,7 @@ extension Handshake {
     }
     guard let negotiated = ciphers.negotiated(with: commit.ciphers) else { throw .noCommonCipher(peer: commit.ciphers) }
     cipher = negotiated
+    peerReadsPaddedRecords = commit.ciphers.contains(.paddedRecords)
     peerCommitment = commit.commitment
     transcript = HandshakeKeySchedule.mix(transcript, message)  // h1
     let reply = HandshakeMessages.Reply(version: SecureProtocol.version, ciphers: ciphers, ephemeral: ephemeral!.publicKey).encoded()
@@ -58,7 +59,8 @@ extension Handshake {
     let transport = HandshakeKeySchedule.transportKeys(chainKey: chainKey, transcript: finalTranscript)
     let result = HandshakeResult(
       remotePublicKey: remote.publicKey, remotePeerID: remote.publicKey.peerID, remotePayload: remote.payload, cipher: cipher!,
-      sendKey: transport.responderToInitiator, receiveKey: transport.initiatorToResponder, verificationCode: verificationCode!,
+      peerReadsPaddedRecords: peerReadsPaddedRecords, sendKey: transport.responderToInitiator, receiveKey: transport.initiatorToResponder,
+      verificationCode: verificationCode!,
       transcriptHash: finalTranscript)
     complete(result, into: &output)
   }

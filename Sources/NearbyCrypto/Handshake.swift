@@ -75,6 +75,8 @@ package struct Handshake: Sendable {
   /// Responder: message 1's commitment, checked against message 3.
   var peerCommitment: [UInt8] = []
   var cipher: RecordCipher?
+  /// Whether the peer's message 1 or 2 said it reads PADDED records.
+  var peerReadsPaddedRecords = false
   var chainKey: SecretBytes?
 
   /// - Parameters:

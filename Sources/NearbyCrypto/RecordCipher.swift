@@ -30,8 +30,8 @@ package enum RecordCipher: UInt8, Hashable, Sendable, CaseIterable, CustomString
   }
 }
 
-/// The ciphers a peer announces in the handshake (one byte, a bit per ``RecordCipher``).
-/// Unknown bits are ignored, never rejected.
+/// The ciphers a peer announces in the handshake (one byte, a bit per ``RecordCipher``), and
+/// whether it reads PADDED records. Unknown bits are ignored, never rejected.
 package struct CipherSet: OptionSet, Hashable, Sendable {
   /// The byte as it is on the wire.
   package let rawValue: UInt8
@@ -42,10 +42,14 @@ package struct CipherSet: OptionSet, Hashable, Sendable {
   package static let chacha20Poly1305 = CipherSet(rawValue: RecordCipher.chacha20Poly1305.rawValue)
   /// Bit 1: AES-256-GCM.
   package static let aes256GCM = CipherSet(rawValue: RecordCipher.aes256GCM.rawValue)
+  /// Bit 2, not a cipher: the sender reads PADDED records (PROTOCOL.md 3.10), so the other
+  /// side may send them.
+  package static let paddedRecords = CipherSet(rawValue: 0x04)
 
-  /// What this machine can announce: ChaCha20-Poly1305, plus AES-256-GCM when the CPU runs it.
+  /// What this machine announces: ChaCha20-Poly1305, plus AES-256-GCM when the CPU runs it,
+  /// and that it reads PADDED records.
   package static var locallySupported: CipherSet {
-    Sodium.aes256GCMAvailable ? [.chacha20Poly1305, .aes256GCM] : .chacha20Poly1305
+    Sodium.aes256GCMAvailable ? [.chacha20Poly1305, .aes256GCM, .paddedRecords] : [.chacha20Poly1305, .paddedRecords]
   }
 
   /// The cipher two announcements agree on: AES-256-GCM when both have it, else

@@ -88,7 +88,8 @@ package final class RecordOpener {
   }
 
   /// Opens the next complete data record and lends its plaintext to `body` (valid only
-  /// inside it). A CLOSE record is consumed on the way and makes ``isClosed`` true.
+  /// inside it; a PADDED record's without the padding). A CLOSE record is consumed on the
+  /// way and makes ``isClosed`` true.
   /// - Returns: `true` when a data record was opened; `false` when more bytes are needed or
   ///   the stream is closed.
   /// - Throws: ``RecordError``; the opener then stays failed.
@@ -123,8 +124,12 @@ package final class RecordOpener {
           state = .closed
           continue
         }
+        var framesCount = plaintextCount
+        if type == SecureFrameType.padded.rawValue {
+          framesCount = try unpaddedCount(UnsafeRawBufferPointer(start: record + 5, count: plaintextCount))
+        }
         state = .waitingForHeader
-        body(UnsafeRawBufferPointer(start: record + 5, count: plaintextCount))
+        body(UnsafeRawBufferPointer(start: record + 5, count: framesCount))
         return true
       }
     }
@@ -149,6 +154,20 @@ package final class RecordOpener {
     }
   }
 
+  /// The number of frame bytes in a PADDED record's authentic `plaintext`: what comes before
+  /// the zeros its last byte counts. (Authentic, yet a peer can still have sealed nonsense.)
+  private func unpaddedCount(_ plaintext: UnsafeRawBufferPointer) throws(RecordError) -> Int {
+    let zeros = Int(plaintext[plaintext.count - 1])
+    guard zeros < plaintext.count else {
+      throw fail(.malformedRecord("a PADDED record (record \(keys.sequence - 1)) counts \(zeros) zeros in \(plaintext.count) bytes"))
+    }
+    let framesCount = plaintext.count - 1 - zeros
+    guard plaintext[framesCount..<plaintext.count - 1].allSatisfy({ $0 == 0 }) else {
+      throw fail(.malformedRecord("a PADDED record's padding (record \(keys.sequence - 1)) is not all zeros"))
+    }
+    return framesCount
+  }
+
   /// Checks what the five header bytes allow before the record's bytes are awaited.
   private func checkHeader(length: Int, type: UInt8) throws(RecordError) {
     // A length of 0 has no type byte: the byte after it belongs to whatever follows.
@@ -158,10 +177,14 @@ package final class RecordOpener {
       guard length >= 1 + AEAD.tagCount else { throw fail(.malformedRecord("a RECORD of length \(length) is shorter than its tag")) }
     case SecureFrameType.close.rawValue:
       guard length == 1 + AEAD.tagCount else { throw fail(.malformedRecord("a CLOSE record of length \(length) is not empty")) }
+    case SecureFrameType.padded.rawValue:
+      guard length >= 2 + AEAD.tagCount else {
+        throw fail(.malformedRecord("a PADDED record of length \(length) has no room for its padding's count"))
+      }
     case FrameType.error.rawValue where keys.sequence == 0 && length <= SecureProtocol.maximumHandshakeFrameLength:
       break  // The initiator rejected message 4 in plaintext: decoded in peerError.
     default:
-      throw fail(.malformedRecord("type 0x\(String(type, radix: 16)) (record \(keys.sequence)) is not RECORD (0x11) or CLOSE (0x12)"))
+      throw fail(.malformedRecord("type 0x\(String(type, radix: 16)) (record \(keys.sequence)) is not RECORD (0x11), CLOSE (0x12) or PADDED (0x13)"))
     }
   }
 

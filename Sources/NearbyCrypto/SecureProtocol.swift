@@ -48,12 +48,16 @@ package enum SecureFrameType: UInt8, Sendable, CaseIterable, CustomStringConvert
   case record = 0x11
   /// The last record of a direction: encrypted, empty; what makes truncation detectable.
   case close = 0x12
+  /// A record whose plaintext ends in padding (zeros, then their count), sent only to a peer
+  /// that announced it reads them (bit 2 of the cipher byte, 3.8).
+  case padded = 0x13
 
   package var description: String {
     switch self {
     case .handshake: "HANDSHAKE"
     case .record: "RECORD"
     case .close: "CLOSE"
+    case .padded: "PADDED"
     }
   }
 }

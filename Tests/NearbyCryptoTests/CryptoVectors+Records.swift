@@ -11,8 +11,10 @@ extension CryptoVectors {
   ]
 
   /// A stream of records and its CLOSE, each with the key and nonce it was sealed under.
-  static func records(name: String, cipher: RecordCipher) -> Object {
-    let sealer = RecordSealer(cipher: cipher, key: SecretBytes(recordKey), rekeyInterval: recordInterval)
+  /// `padded`: PADDED records as Nearby pads them (to a multiple of 128 bytes), each with
+  /// its number of zeros (`padding`).
+  static func records(name: String, cipher: RecordCipher, padded: Bool = false) -> Object {
+    let sealer = RecordSealer(cipher: cipher, key: SecretBytes(recordKey), rekeyInterval: recordInterval, padsShortRecords: padded)
     var keys = RecordKeyState(cipher: cipher, key: SecretBytes(recordKey), interval: recordInterval)
     var entries: [Object] = []
     var stream: [UInt8] = []
@@ -23,12 +25,13 @@ extension CryptoVectors {
       ]
       var bytes: [UInt8] = []
       if index < recordPlaintexts.count { sealer.seal(plaintext, into: &bytes) } else { sealer.close(into: &bytes) }
-      keys.advance(plaintextCount: plaintext.count)
+      let sealedPlaintext = bytes.count - 5 - AEAD.tagCount
+      keys.advance(plaintextCount: sealedPlaintext)
       stream += bytes
-      entries.append(
-        entry.merging(["type": index < recordPlaintexts.count ? "RECORD" : "CLOSE", "plaintext": plaintext.hexString, "hex": bytes.hexString]) {
-          a, _ in a
-        })
+      let type = index == recordPlaintexts.count ? "CLOSE" : padded ? "PADDED" : "RECORD"
+      var fields: Object = ["type": type, "plaintext": plaintext.hexString, "hex": bytes.hexString]
+      if padded, index < recordPlaintexts.count { fields["padding"] = "\(sealedPlaintext - plaintext.count - 1)" }
+      entries.append(entry.merging(fields) { a, _ in a })
     }
     return [
       "name": name, "cipher": cipher.description, "key": recordKey.hexString,
@@ -65,12 +68,34 @@ extension CryptoVectors {
       ("a RECORD shorter than its tag", [0, 0, 0, 0x10, 0x11]),
       ("a RECORD whose type byte says CLOSE", retyped),
     ]
-    streams.append(("an unknown type byte", [0, 0, 0, 0x11, 0x13] + [UInt8](repeating: 0, count: 16)))
+    streams.append(("an unknown type byte", [0, 0, 0, 0x11, 0x14] + [UInt8](repeating: 0, count: 16)))
+    streams += [
+      ("a PADDED record with no room for its padding's count", [0, 0, 0, 0x11, 0x13] + [UInt8](repeating: 0, count: 16)),
+      ("a PADDED record whose count is its whole plaintext", r[0] + forgedPadded([1, 2, 3, 4], sequence: 1)),
+      ("a PADDED record whose padding is not all zeros", r[0] + forgedPadded([1, 2, 0, 7, 0, 3], sequence: 1)),
+    ]
     return streams.map { name, stream in
       let opener = RecordOpener(cipher: .chacha20Poly1305, key: SecretBytes(recordKey), rekeyInterval: recordInterval)
       let result = openAll(opener, [stream[...]])
       return ["name": name, "stream": stream.hexString, "delivered": result.plaintext.hexString, "error": result.error!.name]
     }
+  }
+
+  /// An authentic PADDED record (ChaCha20-Poly1305, ``recordKey``, record `sequence` of the
+  /// short interval) of `plaintext` as it is, whatever its padding says.
+  static func forgedPadded(_ plaintext: [UInt8], sequence: Int) -> [UInt8] {
+    var keys = RecordKeyState(cipher: .chacha20Poly1305, key: SecretBytes(recordKey), interval: recordInterval)
+    // Record 0 of the failure streams is "hello" (5 bytes), sealed as a RECORD.
+    for index in 0..<sequence { keys.advance(plaintextCount: recordPlaintexts[index].count) }
+    let length = 1 + plaintext.count + AEAD.tagCount
+    var record = [0, 0, UInt8(length >> 8), UInt8(length & 0xFF), SecureFrameType.padded.rawValue]
+    record += [UInt8](repeating: 0, count: plaintext.count + AEAD.tagCount)
+    record.withUnsafeMutableBytes { buffer in
+      plaintext.withUnsafeBytes { plaintext in
+        keys.seal(additionalData: UnsafeRawBufferPointer(rebasing: buffer[0..<5]), plaintext: plaintext, into: buffer.baseAddress! + 5)
+      }
+    }
+    return record
   }
 
   /// An envelope to everyone behind a relay (bob and carol) and a private one to carol, each

@@ -44,6 +44,7 @@ enum CryptoVectors {
       "records": [
         records(name: "ChaCha20-Poly1305 with a short rekey interval", cipher: .chacha20Poly1305),
         records(name: "AES-256-GCM with a short rekey interval", cipher: .aes256GCM),
+        records(name: "ChaCha20-Poly1305, PADDED records to a multiple of 128 bytes", cipher: .chacha20Poly1305, padded: true),
       ],
       "recordFailures": recordFailures(),
       "envelopes": envelopes(),

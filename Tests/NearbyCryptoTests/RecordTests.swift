@@ -262,7 +262,7 @@ struct RecordTests {
     for (bytes, reason) in [
       ([0, 0, 0, 16, 0x11] as [UInt8], "a RECORD of length 16 is shorter than its tag"),
       ([0, 0, 0, 18, 0x12], "a CLOSE record of length 18 is not empty"),
-      ([0, 0, 0, 17, 0x05], "type 0x5 (record 0) is not RECORD (0x11) or CLOSE (0x12)"),
+      ([0, 0, 0, 17, 0x05], "type 0x5 (record 0) is not RECORD (0x11), CLOSE (0x12) or PADDED (0x13)"),
       // Found by the fuzzer: length 0 followed by 0x0A once reached the v1 ERROR decoder.
       ([0, 0, 0, 0, 0x0A, 0, 0, 0x3F, 0x3F], "a frame of length 0"),
     ] {
@@ -277,7 +277,7 @@ struct RecordTests {
     #expect(openAll(pair.opener(), [error[...]]).error == .peerAborted(code: .wrongPeer, message: "not you"))
     let (bytes, _) = pair.stream([[1]], close: false)
     let late = openAll(pair.opener(), [(bytes + error)[...]])
-    #expect(late.error == .malformedRecord("type 0xa (record 1) is not RECORD (0x11) or CLOSE (0x12)"))
+    #expect(late.error == .malformedRecord("type 0xa (record 1) is not RECORD (0x11), CLOSE (0x12) or PADDED (0x13)"))
     #expect(late.plaintext == [1])
   }
 

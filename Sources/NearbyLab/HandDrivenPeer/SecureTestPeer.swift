@@ -19,6 +19,11 @@ package final class SecureTestPeer: @unchecked Sendable {
   package private(set) var opener: RecordOpener?
   /// What the handshake left after the last handshake message (the start of the records).
   private var pending: [UInt8] = []
+  /// What the handshake announces (set before it): a peer without ``CipherSet/paddedRecords``
+  /// plays one built before PADDED records existed.
+  package var ciphers = CipherSet.locallySupported
+  /// Received record bytes whose record is not complete yet (for ``Received/records``).
+  private var partialRecord: [UInt8] = []
 
   package var peerID: PeerID { identity.peerID }
 
@@ -70,7 +75,7 @@ package final class SecureTestPeer: @unchecked Sendable {
   /// - Throws: ``SecureTestPeerError`` naming the handshake's error, or a timeout.
   package func handshake(role: Handshake.Role = .initiator(expecting: nil), payload: [UInt8]) throws {
     var random = SystemCryptoRandom()
-    var handshake = Handshake(role: role, identity: identity, payload: payload, random: &random)
+    var handshake = Handshake(role: role, identity: identity, payload: payload, ciphers: ciphers, random: &random)
     writeRaw(handshake.start().send)
     var buffer = [UInt8](repeating: 0, count: 16_384)
     while true {
@@ -161,6 +166,21 @@ package final class SecureTestPeer: @unchecked Sendable {
     package var closed = false
     package var closeRecord = false
     package var error: String?
+    /// The type byte and `length` of each whole record received (RECORD, PADDED, CLOSE), in order.
+    package var records: [(type: UInt8, length: Int)] = []
+  }
+
+  /// Notes the records that `bytes` (the stream after the handshake) completes.
+  private func noteRecords(_ bytes: [UInt8], into received: inout Received) {
+    partialRecord += bytes
+    var start = 0
+    while partialRecord.count - start >= 5 {
+      let length = partialRecord[start..<start + 4].reduce(0) { $0 << 8 | Int($1) }
+      guard partialRecord.count - start >= 4 + length else { break }
+      received.records.append((partialRecord[start + 4], length))
+      start += 4 + length
+    }
+    partialRecord.removeFirst(start)
   }
 
   /// Reads until the peer closes (an end of stream, or a reset), a read times out, `stop`
@@ -173,6 +193,7 @@ package final class SecureTestPeer: @unchecked Sendable {
     pending = []
     while true {
       if let opener {
+        noteRecords(input, into: &received)
         opener.append(input)
         do {
           while let plaintext = try opener.next() { decoder.append(plaintext) }
