@@ -140,10 +140,15 @@ struct ReconnectSessionTests {
   @Test func cutConnectionsWhileBothSideSendKeepEveryMessageOnceInOrder() async throws {
     let pair = try await Self.pair()
     let count = 600
+    let sent = Mutex<(alice: [MessageID], bob: [MessageID])>(([], []))
     let sending = Task {
       for index in 1...count {
-        _ = try await pair.alice.session.send(Array("a\(index)".utf8))
-        _ = try await pair.bob.session.send(Array("b\(index)".utf8))
+        let a = try await pair.alice.session.send(Array("a\(index)".utf8))
+        let b = try await pair.bob.session.send(Array("b\(index)".utf8))
+        sent.withLock {
+          $0.alice.append(a)
+          $0.bob.append(b)
+        }
         if index % 10 == 0 { try await Task.sleep(for: .milliseconds(10)) }
       }
     }
@@ -155,8 +160,15 @@ struct ReconnectSessionTests {
     // found); now such a run fails with what each side still waited for.
     let diagnose: @Sendable () async -> String = {
       let untaken = [await pair.alice.session.untakenFigures, await pair.bob.session.untakenFigures]
+      let ids = sent.withLock { $0 }
+      var waiting: [String] = []
+      for (name, session, list) in [("alice", pair.alice.session, ids.alice), ("bob", pair.bob.session, ids.bob)] {
+        for (index, id) in list.enumerated() where await session.delivery(of: id)?.isComplete != true {
+          waiting.append("\(name)'s message \(index + 1) (\(id)): \(String(describing: await session.delivery(of: id)))")
+        }
+      }
       return
-        "(untaken bytes and paused connections at alice, bob: \(untaken); last events: \(pair.alice.events.all.suffix(6)), \(pair.bob.events.all.suffix(6)))"
+        "(untaken bytes and paused connections at alice, bob: \(untaken); not delivered: \(waiting.prefix(8)) (\(waiting.count) in all); last events: \(pair.alice.events.all.suffix(6)), \(pair.bob.events.all.suffix(6)))"
     }
     try await within(.seconds(60), "sending", diagnose: diagnose) {
       try await withTaskCancellationHandler {
