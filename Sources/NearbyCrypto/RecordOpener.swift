@@ -162,7 +162,18 @@ package final class RecordOpener {
       throw fail(.malformedRecord("a PADDED record (record \(keys.sequence - 1)) counts \(zeros) zeros in \(plaintext.count) bytes"))
     }
     let framesCount = plaintext.count - 1 - zeros
-    guard plaintext[framesCount..<plaintext.count - 1].allSatisfy({ $0 == 0 }) else {
+    // Eight bytes at a time (`allSatisfy` went byte by byte: about 200 instructions a message).
+    var index = framesCount
+    var bits: UInt64 = 0
+    while index + 8 <= plaintext.count - 1 {
+      bits |= plaintext.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+      index += 8
+    }
+    while index < plaintext.count - 1 {
+      bits |= UInt64(plaintext[index])
+      index += 1
+    }
+    guard bits == 0 else {
       throw fail(.malformedRecord("a PADDED record's padding (record \(keys.sequence - 1)) is not all zeros"))
     }
     return framesCount
