@@ -514,10 +514,13 @@ extension SessionStateMachine {
     for group in groups {
       // A receipt that a relay carries back is signed, so that the origin can trust it.
       noteTaken(origin: group.origin, ids: group.ids, relayed: updateConnection(group.connection, { $0.peerID }) ?? nil != group.origin)
-      // A resumed session acknowledges on its current connection (none while it waits).
-      guard let route = acknowledgementRoute(group.connection, origin: group.origin, last: group.ids[group.ids.count - 1]),
-        updateConnection(route, { $0.machine?.state == .connected }) == true
-      else { continue }
+      // A resumed session acknowledges on its current connection; while it has none, once
+      // it is back.
+      guard let route = acknowledgementRoute(group.connection, origin: group.origin, last: group.ids[group.ids.count - 1]) else {
+        noteTakenWhileAway(origin: group.origin, ids: group.ids)
+        continue
+      }
+      guard updateConnection(route, { $0.machine?.state == .connected }) == true else { continue }
       let relayed = updateConnection(route, { $0.peerID }) ?? nil != group.origin
       var start = 0
       while start < group.ids.count {

@@ -37,6 +37,12 @@ extension SessionStateMachine {
     var former: [ConnectionID] = []
     /// Set while the session has no connection.
     var suspension: Suspension?
+    /// Messages of the peer that the application took while the session had no connection,
+    /// after our RESUME (or its answer) was made: its `delivered` does not cover them, so
+    /// they are acknowledged once the session is back. (They were simply not acknowledged: a
+    /// message taken between our RESUME and its answer stayed unanswered at its sender until
+    /// the next loss of the connection.)
+    var takenWhileAway: [UInt64] = []
   }
 
   struct Suspension: Sendable {
@@ -283,6 +289,7 @@ extension SessionStateMachine {
       return
     }
     let resume = Frame.Resume(session: session.id, received: session.received, delivered: session.taken)
+    reconnection.sessions[peerID]?.takenWhileAway = []  // `delivered` covers them
     let transition = connections[id]!.machine!.resume(resume, now: now)
     perform(transition, on: id, now: now, into: &actions)
   }
@@ -352,6 +359,7 @@ extension SessionStateMachine {
       return
     }
     let answer = Frame.Resume(session: session.id, received: session.received, delivered: session.taken)
+    reconnection.sessions[peerID]?.takenWhileAway = []  // `delivered` covers them
     let transition = connections[id]!.machine!.answerResume(answer, now: now)
     perform(transition, on: id, now: now, into: &actions)
     sessionResumed(peerID, on: id, window: window, peerHas: resume, report: wasSuspended, now: now, into: &actions)
@@ -391,6 +399,16 @@ extension SessionStateMachine {
     for messageID in delivered { noteDelivered(messageID, peer, into: &actions) }
     if !missing.isEmpty {
       actions.append(.resendMessages(missing, id))
+      updateConnection(id) { $0.machine?.noteSent(now: now) }
+    }
+    if let taken = reconnection.sessions[peerID]?.takenWhileAway, !taken.isEmpty {
+      reconnection.sessions[peerID]?.takenWhileAway = []
+      var start = 0
+      while start < taken.count {
+        let end = min(start + ProtocolLimits.maximumDeliveredIDs, taken.count)
+        actions.append(.send(id, .delivered(Frame.Delivered(origin: peerID, recipient: localPeer.id, ids: Array(taken[start..<end])))))
+        start = end
+      }
       updateConnection(id) { $0.machine?.noteSent(now: now) }
     }
     resendRelayed(peerID, on: id, into: &actions)
@@ -439,5 +457,16 @@ extension SessionStateMachine {
     reconnection.sessions.values[index].taken = last
     reconnection.sessions.values[index].former.removeFirst(position)
     return current
+  }
+
+  /// The application took `ids` of `origin` while its session had no connection: they are
+  /// acknowledged when it is back (see ``SessionContinuity/takenWhileAway``). At most a
+  /// DELIVERED frame's worth is kept, the latest: older ones were taken before any RESUME
+  /// that is still to be made, which covers them.
+  mutating func noteTakenWhileAway(origin: PeerID, ids: [UInt64]) {
+    guard let index = reconnection.sessions.index(forKey: origin) else { return }
+    reconnection.sessions.values[index].takenWhileAway += ids
+    let excess = reconnection.sessions.values[index].takenWhileAway.count - ProtocolLimits.maximumDeliveredIDs
+    if excess > 0 { reconnection.sessions.values[index].takenWhileAway.removeFirst(excess) }
   }
 }
