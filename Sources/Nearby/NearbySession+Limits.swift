@@ -115,6 +115,13 @@ extension NearbySession {
     }
   }
 
+  /// What callers wait for (diagnostics and tests): senders waiting for room in a queue or
+  /// a resend window, waiters for a delivery report or for all deliveries, and whether any
+  /// of our messages still waits for an answer.
+  package var waitingFigures: String {
+    "senders waiting for a queue \(sendWaiters.count), for a window \(windowWaiters.count); delivery waiters \(deliveryWaiters.count), idle waiters \(idleWaiters.count); pending deliveries \(inspect { $0.hasPendingDeliveries })"
+  }
+
   /// Received messages not yet taken (all connections), and connections not read for it.
   package var untakenFigures: (bytes: Int, pausedConnections: Int) {
     (guards.untakenBytes, connections.values.filter(\.isReadingPaused).count)

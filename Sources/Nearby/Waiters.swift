@@ -5,6 +5,8 @@ struct Waiters<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   private var entries: [(key: Key, token: UInt64, continuation: CheckedContinuation<Value, Never>)] = []
 
   var isEmpty: Bool { entries.isEmpty }
+  /// How many wait.
+  var count: Int { entries.count }
 
   mutating func add(_ continuation: CheckedContinuation<Value, Never>, key: Key, token: UInt64) {
     entries.append((key, token, continuation))

@@ -89,22 +89,67 @@ public struct WaitError: Error, CustomStringConvertible {
 
 /// Runs `body`; if it takes longer than `limit`, cancels it and throws ``WaitError`` naming
 /// `what` (with `diagnose()`'s words), so that a wait that never ends fails the test instead of
-/// holding the whole run. `body` must end when cancelled.
+/// holding the whole run. It does not wait for a `body` that ignores its cancellation (a task
+/// group would: a test once sat for minutes after its limit, waiting for a body that never
+/// ended), and gives `diagnose()` 10 s of its own.
 public func within<T: Sendable>(
   _ limit: Duration, _ what: String, diagnose: @escaping @Sendable () async -> String = { "" },
   _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-  try await withThrowingTaskGroup(of: T?.self) { group in
-    group.addTask { try await body() }
-    group.addTask {
-      try await Task.sleep(for: limit)
-      return nil
+  let outcome = await firstOf(limit) { try await body() }
+  switch outcome {
+  case .finished(let result): return try result.get()
+  case .timedOut:
+    let words: String
+    switch await firstOf(.seconds(10), { await diagnose() }) {
+    case .finished(let result): words = (try? result.get()) ?? ""
+    case .timedOut: words = "(the diagnosis itself did not answer within 10 s)"
     }
-    defer { group.cancelAll() }
-    guard let first = try await group.next(), let value = first else {
-      throw WaitError(description: "\(what) did not end within \(limit) \(await diagnose())")
+    throw WaitError(description: "\(what) did not end within \(limit) \(words)")
+  }
+}
+
+/// How a race between some work and a limit ended.
+enum RaceOutcome<T: Sendable>: Sendable {
+  case finished(Result<T, any Error>)
+  case timedOut
+}
+
+/// Runs `work` in a task of its own and returns its outcome, or `.timedOut` once `limit`
+/// has passed (cancelling it, without waiting for it to end).
+func firstOf<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async throws -> T) async -> RaceOutcome<T> {
+  let race = Race<T>()
+  return await withCheckedContinuation { continuation in
+    race.start(continuation, limit: limit, work)
+  }
+}
+
+/// The state of ``firstOf(_:_:)``: whoever ends first resumes the waiter, once.
+private final class Race<T: Sendable>: Sendable {
+  private let state = Mutex<(waiter: CheckedContinuation<RaceOutcome<T>, Never>?, tasks: [Task<Void, Never>])>((nil, []))
+
+  func start(_ waiter: CheckedContinuation<RaceOutcome<T>, Never>, limit: Duration, _ work: @escaping @Sendable () async throws -> T) {
+    state.withLock { $0.waiter = waiter }
+    let worker = Task {
+      let result: Result<T, any Error>
+      do { result = .success(try await work()) } catch { result = .failure(error) }
+      self.finish(.finished(result))
     }
-    return value
+    let timer = Task {
+      guard (try? await Task.sleep(for: limit)) != nil else { return }
+      self.finish(.timedOut)
+    }
+    state.withLock { $0.tasks = [worker, timer] }
+  }
+
+  private func finish(_ outcome: RaceOutcome<T>) {
+    let (waiter, tasks) = state.withLock { state in
+      defer { state.waiter = nil }
+      return (state.waiter, state.tasks)
+    }
+    guard let waiter else { return }
+    for task in tasks { task.cancel() }
+    waiter.resume(returning: outcome)
   }
 }
 

@@ -163,12 +163,60 @@ struct ReconnectSessionTests {
       let ids = sent.withLock { $0 }
       var waiting: [String] = []
       for (name, session, list) in [("alice", pair.alice.session, ids.alice), ("bob", pair.bob.session, ids.bob)] {
-        for (index, id) in list.enumerated() where await session.delivery(of: id)?.isComplete != true {
-          waiting.append("\(name)'s message \(index + 1) (\(id)): \(String(describing: await session.delivery(of: id)))")
+        // recipients(of:) does not wait (delivery(of:) waits for the answers).
+        for (index, id) in list.enumerated() where await session.recipients(of: id) != nil {
+          waiting.append("\(name)'s message \(index + 1) (\(id))")
         }
       }
+      let waiting2 = [await pair.alice.session.waitingFigures, await pair.bob.session.waitingFigures]
+      // Each side's events in short: delivered and received messages by their number (runs
+      // of consecutive ones joined), and the session's losses and resumptions.
+      func timeline(_ events: [SessionEvent], mine: [MessageID], peerPrefix: String) -> String {
+        let number = Dictionary(uniqueKeysWithValues: mine.enumerated().map { ($1, $0 + 1) })
+        var parts: [String] = []
+        var run: (kind: String, first: Int, last: Int)?
+        func flush() {
+          if let r = run { parts.append(r.first == r.last ? "\(r.kind)\(r.first)" : "\(r.kind)\(r.first)-\(r.last)") }
+          run = nil
+        }
+        func note(_ kind: String, _ n: Int) {
+          if let r = run, r.kind == kind, n == r.last + 1 {
+            run!.last = n
+          } else {
+            flush()
+            run = (kind, n, n)
+          }
+        }
+        for event in events {
+          switch event {
+          case .delivered(let id, _):
+            if let n = number[id] {
+              note("d", n)
+            } else {
+              flush()
+              parts.append("d?")
+            }
+          case .message(let m):
+            if let text = String(bytes: m.body, encoding: .utf8), text.hasPrefix(peerPrefix), let n = Int(text.dropFirst()) { note("r", n) }
+          case .reconnecting:
+            flush()
+            parts.append("LOST")
+          case .reconnected:
+            flush()
+            parts.append("BACK")
+          case .disconnected:
+            flush()
+            parts.append("GONE")
+          default: break
+          }
+        }
+        flush()
+        return parts.joined(separator: " ")
+      }
+      let timelines =
+        "alice: \(timeline(pair.alice.events.all, mine: ids.alice, peerPrefix: "b")); bob: \(timeline(pair.bob.events.all, mine: ids.bob, peerPrefix: "a"))"
       return
-        "(untaken bytes and paused connections at alice, bob: \(untaken); not delivered: \(waiting.prefix(8)) (\(waiting.count) in all); last events: \(pair.alice.events.all.suffix(6)), \(pair.bob.events.all.suffix(6)))"
+        "(\(timelines); sent \(ids.alice.count) and \(ids.bob.count); waiting at alice, bob: \(waiting2); untaken bytes and paused connections at alice, bob: \(untaken); not delivered: \(waiting.prefix(8)) (\(waiting.count) in all); last events: \(pair.alice.events.all.suffix(6)), \(pair.bob.events.all.suffix(6)))"
     }
     try await within(.seconds(60), "sending", diagnose: diagnose) {
       try await withTaskCancellationHandler {
