@@ -538,7 +538,7 @@ invalid("truncated-at-max-length", "truncated", "Length exactly MAX_FRAME_LENGTH
 
 # unknownFrameType: a valid length, a type byte the frame decoder does not define (3.15).
 invalid("unknown-type-0x00", "unknownFrameType", "Type 0x00, no payload.", frame(0x00, b""))
-invalid("unknown-type-0x13", "unknownFrameType", "Type 0x13 (just after CLOSE), no payload.",
+invalid("unknown-type-0x13", "unknownFrameType", "Type 0x13 (PADDED, a record type, never a frame), no payload.",
         frame(0x13, b""))
 invalid("unknown-type-0x13-with-payload", "unknownFrameType", "Type 0x13 with an 8-byte "
         "payload.", frame(0x13, u64(1)))

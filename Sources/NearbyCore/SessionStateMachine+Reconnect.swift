@@ -37,8 +37,8 @@ extension SessionStateMachine {
     var former: [ConnectionID] = []
     /// Set while the session has no connection.
     var suspension: Suspension?
-    /// Messages of the peer that the application took while the session had no connection,
-    /// after our RESUME (or its answer) was made: its `delivered` does not cover them, so
+    /// Messages of the peer that the application took while the session had no connection
+    /// (since our last RESUME or answer was made, whose `delivered` does not cover them):
     /// they are acknowledged once the session is back. (They were simply not acknowledged: a
     /// message taken between our RESUME and its answer stayed unanswered at its sender until
     /// the next loss of the connection.)
@@ -460,13 +460,12 @@ extension SessionStateMachine {
   }
 
   /// The application took `ids` of `origin` while its session had no connection: they are
-  /// acknowledged when it is back (see ``SessionContinuity/takenWhileAway``). At most a
-  /// DELIVERED frame's worth is kept, the latest: older ones were taken before any RESUME
-  /// that is still to be made, which covers them.
+  /// acknowledged when it is back (see ``SessionContinuity/takenWhileAway``). No cap: the
+  /// list holds only messages received from the peer and taken, and every RESUME or answer
+  /// made empties it (a cap of one DELIVERED frame's worth dropped the oldest of a larger
+  /// backlog taken after the RESUME went out: the very ids nothing else acknowledges).
   mutating func noteTakenWhileAway(origin: PeerID, ids: [UInt64]) {
     guard let index = reconnection.sessions.index(forKey: origin) else { return }
     reconnection.sessions.values[index].takenWhileAway += ids
-    let excess = reconnection.sessions.values[index].takenWhileAway.count - ProtocolLimits.maximumDeliveredIDs
-    if excess > 0 { reconnection.sessions.values[index].takenWhileAway.removeFirst(excess) }
   }
 }

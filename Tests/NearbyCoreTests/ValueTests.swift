@@ -56,6 +56,19 @@ struct ValueTests {
     }
   }
 
+  /// Each dictionary hashes with a seed of its own (so that copying one into another does
+  /// not go quadratic): under two seeds, random ids land in the same bucket about as often
+  /// as chance says (1 in 4 096), not every time.
+  @Test func peerIDHashesDependOnTheSeed() {
+    var generator = SeededGenerator(seed: 11)
+    var same = 0
+    for _ in 0..<4096 {
+      let id = PeerID.random(using: &generator)
+      if id._rawHashValue(seed: 1) & 4095 == id._rawHashValue(seed: 2) & 4095 { same += 1 }
+    }
+    #expect(same < 16, "\(same) of 4096 ids in the same bucket under two seeds")
+  }
+
   @Test func peerIDsWorkAsDictionaryKeys() {
     var generator = SeededGenerator(seed: 7)
     let ids = (0..<5000).map { _ in PeerID.random(using: &generator) }

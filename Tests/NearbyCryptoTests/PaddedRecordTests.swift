@@ -142,6 +142,22 @@ struct PaddedRecordTests {
     #expect(reason.contains("PADDED"), "\(name): \(reason)")
   }
 
+  @Test("a non-zero byte anywhere in padding of any length is malformed")
+  func everyPaddingByte() throws {
+    let cipher = try #require(Self.ciphers.first)
+    for zeros in 1...127 {
+      for position in 0..<zeros {
+        var plaintext = [UInt8](repeating: 0, count: 3 + zeros + 1)
+        plaintext[0...2] = [7, 8, 9]
+        plaintext[3 + position] = 0x40
+        plaintext[plaintext.count - 1] = UInt8(zeros)
+        let result = openAll(opener(cipher), [forged(cipher, plaintext)[...]], finish: false)
+        #expect(result.error == .malformedRecord("a PADDED record's padding (record 0) is not all zeros"), "\(zeros) zeros, byte \(position)")
+        #expect(result.plaintext.isEmpty)
+      }
+    }
+  }
+
   @Test("unusual but well-formed padding opens: none at all, or all but the count")
   func unusualPadding() throws {
     let cipher = try #require(Self.ciphers.first)

@@ -119,8 +119,13 @@ enum RaceOutcome<T: Sendable>: Sendable {
 /// has passed (cancelling it, without waiting for it to end).
 func firstOf<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async throws -> T) async -> RaceOutcome<T> {
   let race = Race<T>()
-  return await withCheckedContinuation { continuation in
-    race.start(continuation, limit: limit, work)
+  // Cancelling the caller cancels the work (and the timer), as a task group would.
+  return await withTaskCancellationHandler {
+    await withCheckedContinuation { continuation in
+      race.start(continuation, limit: limit, work)
+    }
+  } onCancel: {
+    race.cancel()
   }
 }
 
@@ -139,7 +144,20 @@ private final class Race<T: Sendable>: Sendable {
       guard (try? await Task.sleep(for: limit)) != nil else { return }
       self.finish(.timedOut)
     }
-    state.withLock { $0.tasks = [worker, timer] }
+    // Either may have finished already, before the other existed: it found nothing to cancel.
+    let finished = state.withLock { state in
+      state.tasks = [worker, timer]
+      return state.waiter == nil
+    }
+    if finished {
+      worker.cancel()
+      timer.cancel()
+    }
+  }
+
+  /// Cancels the work and the timer (the waiter is resumed by whichever ends).
+  func cancel() {
+    for task in state.withLock({ $0.tasks }) { task.cancel() }
   }
 
   private func finish(_ outcome: RaceOutcome<T>) {

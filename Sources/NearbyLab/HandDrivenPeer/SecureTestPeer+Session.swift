@@ -64,7 +64,7 @@ extension SecureTestPeer {
   @discardableResult
   package func sendSealed(_ plaintext: [UInt8]) -> Bool {
     // One output buffer for every record (debug builds are slow at growing arrays).
-    var sealed = [UInt8](repeating: 0, count: RecordSealer.sealedCount(plaintextCount: 65_536))
+    var sealed = [UInt8](repeating: 0, count: sealer!.sealedCount(of: 65_536))
     return plaintext.withUnsafeBytes { input in
       var offset = 0
       while offset < input.count {
