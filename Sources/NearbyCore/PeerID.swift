@@ -114,7 +114,7 @@ public struct PeerID: Hashable, Sendable, Comparable, CustomStringConvertible {
   }
 
   /// What sets and dictionaries hash: two folded multiplications keyed with secret random
-  /// numbers drawn once per process (``HashKey``) instead of SipHash, which cost about 150
+  /// numbers drawn once per process (`hashKey`) instead of SipHash, which cost about 150
   /// instructions per lookup, and a session looks peers up about five times per message.
   /// Peers choose their ids (a TXT record, a roster, a message's recipients), so the hash must
   /// not let them choose collisions (a table whose ids all share a bucket costs a scan per

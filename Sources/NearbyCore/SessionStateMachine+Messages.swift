@@ -522,17 +522,24 @@ extension SessionStateMachine {
       }
       guard updateConnection(route, { $0.machine?.state == .connected }) == true else { continue }
       let relayed = updateConnection(route, { $0.peerID }) ?? nil != group.origin
-      var start = 0
-      while start < group.ids.count {
-        let end = min(start + ProtocolLimits.maximumDeliveredIDs, group.ids.count)
-        let ids = Array(group.ids[start..<end])
-        let signature = relayed ? configuration.endToEnd.signReceipt(origin: group.origin, ids: ids) : nil
-        let frame = Frame.Delivered(origin: group.origin, recipient: localPeer.id, ids: ids, signature: signature)
-        actions.append(.send(route, .delivered(frame)))
-        start = end
-      }
-      updateConnection(route) { $0.machine?.noteSent(now: now) }
+      sendDelivered(group.ids, of: group.origin, on: route, signed: relayed, now: now, into: &actions)
     }
+  }
+
+  /// DELIVERED frames for `ids` of `origin` on `route`, as many as the id limit of a frame
+  /// asks; `signed` for a receipt that a relay carries back (the origin must trust it).
+  mutating func sendDelivered(
+    _ ids: [UInt64], of origin: PeerID, on route: ConnectionID, signed: Bool, now: Duration, into actions: inout [SessionAction]
+  ) {
+    var start = 0
+    while start < ids.count {
+      let end = min(start + ProtocolLimits.maximumDeliveredIDs, ids.count)
+      let part = Array(ids[start..<end])
+      let signature = signed ? configuration.endToEnd.signReceipt(origin: origin, ids: part) : nil
+      actions.append(.send(route, .delivered(Frame.Delivered(origin: origin, recipient: localPeer.id, ids: part, signature: signature))))
+      start = end
+    }
+    updateConnection(route) { $0.machine?.noteSent(now: now) }
   }
 
   /// In-place access to a connection's record. (Mutating through `connections[id]` moves the

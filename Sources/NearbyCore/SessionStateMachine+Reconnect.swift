@@ -403,13 +403,7 @@ extension SessionStateMachine {
     }
     if let taken = reconnection.sessions[peerID]?.takenWhileAway, !taken.isEmpty {
       reconnection.sessions[peerID]?.takenWhileAway = []
-      var start = 0
-      while start < taken.count {
-        let end = min(start + ProtocolLimits.maximumDeliveredIDs, taken.count)
-        actions.append(.send(id, .delivered(Frame.Delivered(origin: peerID, recipient: localPeer.id, ids: Array(taken[start..<end])))))
-        start = end
-      }
-      updateConnection(id) { $0.machine?.noteSent(now: now) }
+      sendDelivered(taken, of: peerID, on: id, signed: false, now: now, into: &actions)
     }
     resendRelayed(peerID, on: id, into: &actions)
     relaySessionEstablished(id, peerID: peerID, now: now, into: &actions)
